@@ -1,0 +1,48 @@
+# pvisor: one static binary. `make demo` builds it and runs the main job on a
+# bundled sample; `make test` runs every test with the race detector.
+
+GO        ?= go
+BIN       := bin/pvisor
+PKGS      := ./...
+FUZZTIME  ?= 4s
+DEMO_DIR  ?= $(CURDIR)/.demo
+
+.PHONY: build demo test race vet fuzz-smoke bench e2e clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/pvisor
+
+# The main job on a bundled sample, no model service needed.
+demo: build
+	rm -rf $(DEMO_DIR)
+	$(BIN) inspect testdata/trajectories/codex/codemie_session-fixture_turn-1.jsonl
+	$(BIN) replay --prepare-only --agent claude-code \
+		--trajectory testdata/trajectories/claude-code/agentcmd_full-session-three.jsonl \
+		--after-step 2 --run-id demo --state-dir $(DEMO_DIR)/state --output-dir $(DEMO_DIR)/output
+	@echo "outputs in $(DEMO_DIR)/output/demo"
+
+vet:
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+test: vet
+	$(GO) test -race $(PKGS)
+
+race: test
+
+# Every Fuzz target in the tree, briefly: catches decoder panics early.
+fuzz-smoke:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '/.e2e/'); do \
+		dir=$$(dirname $$f); \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "fuzz $$dir $$name"; \
+			$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) ./$$dir >/dev/null || { echo "FAIL: $$dir $$name"; \
+				$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) ./$$dir; exit 1; }; \
+		done; \
+	done
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+clean:
+	rm -rf bin .demo

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Minimal Claude Code session: a prompt, one Bash call and its result, a
+// text-only answer. Cases below corrupt it one way each.
+const claudeBase = `{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s1","version":"2.1.7","cwd":"/w","message":{"role":"user","content":"list files"}}
+{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"s1","version":"2.1.7","cwd":"/w","message":{"id":"m1","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}
+{"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"s1","version":"2.1.7","cwd":"/w","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.txt"}]}}
+{"type":"assistant","uuid":"a2","parentUuid":"u2","sessionId":"s1","version":"2.1.7","cwd":"/w","message":{"id":"m2","role":"assistant","content":[{"type":"text","text":"done"}]}}
+`
+
+const codexBase = `{"timestamp":"2025-09-24T19:22:20.000Z","type":"session_meta","payload":{"id":"01997e76-d124-7592-9cac-2ec05abbca08","cwd":"/w","cli_version":"0.41.0"}}
+{"timestamp":"2025-09-24T19:22:21.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"list files"}]}}
+{"timestamp":"2025-09-24T19:22:22.000Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls\"]}","call_id":"c1"}}
+{"timestamp":"2025-09-24T19:22:23.000Z","type":"response_item","payload":{"type":"function_call_output","call_id":"c1","output":"{\"output\":\"a.txt\\n\",\"metadata\":{\"exit_code\":0,\"duration_seconds\":0.0}}"}}
+{"timestamp":"2025-09-24T19:22:24.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}
+`
+
+type badCase struct {
+	name     string
+	agent    string
+	content  string                 // the trajectory; "" with file=="" means none is written
+	file     string                 // a testdata file to copy instead of content
+	setup    func(dir, traj string) // extra preparation (symlinks, configs)
+	args     []string               // extra args; {traj}, {dir} are substituted
+	raw      []string               // full argument list instead of the default
+	wantExit int
+	wantCat  string // failure category, "" for success
+	wantMsg  string // substring of the failure message
+}
+
+func replaceLine(s string, n int, line string) string {
+	lines := strings.SplitAfter(s, "\n")
+	lines[n-1] = line + "\n"
+	return strings.Join(lines, "")
+}
+
+func badCases() []badCase {
+	tooLong := `{"type":"user","uuid":"u1","parentUuid":null,"message":{"content":"` + strings.Repeat("x", 10<<20) + "\n"
+	return []badCase{
+		{name: "empty file", agent: "claude-code", content: "", wantExit: 10, wantCat: "trajectory_error", wantMsg: "empty"},
+		{name: "only whitespace", agent: "claude-code", content: "\n\n  \n", wantExit: 10, wantCat: "trajectory_error"},
+		{name: "torn tail tolerated", agent: "claude-code", content: claudeBase + `{"type":"assistant","uuid":"a3","par`, wantExit: 0},
+		{name: "truncated before boundary", agent: "claude-code", content: claudeBase[:strings.Index(claudeBase, `{"type":"user","uuid":"u2"`)+40], wantExit: 10, wantCat: "trajectory_error", wantMsg: "after-step 1"},
+		{name: "non-UTF-8", agent: "claude-code", content: replaceLine(claudeBase, 2, "{\"type\":\"assistant\",\"x\":\"\xff\xfe\"}"), wantExit: 10, wantMsg: "line 2: not valid UTF-8"},
+		{name: "binary garbage", agent: "claude-code", content: "\x00\x01\x02\x03garbage\n", wantExit: 10, wantCat: "trajectory_error"},
+		{name: "10 MB line", agent: "claude-code", content: claudeBase + tooLong, wantExit: 10, wantMsg: "line 5"},
+		{name: "line not JSON", agent: "claude-code", content: replaceLine(claudeBase, 3, "{not json"), wantExit: 10, wantMsg: "line 3"},
+		{name: "line is an array", agent: "claude-code", content: replaceLine(claudeBase, 3, "[1,2]"), wantExit: 10, wantMsg: "line 3"},
+		{name: "duplicate uuid", agent: "claude-code", content: strings.Replace(claudeBase, `"uuid":"u2"`, `"uuid":"a1"`, 1), wantExit: 10, wantMsg: "a1"},
+		{name: "parent cycle", agent: "claude-code", content: strings.Replace(claudeBase, `"uuid":"u1","parentUuid":null`, `"uuid":"u1","parentUuid":"a2"`, 1), wantExit: 10, wantMsg: "cycle"},
+		{name: "missing parent", agent: "claude-code", content: strings.Replace(claudeBase, `"parentUuid":"u2"`, `"parentUuid":"nope"`, 1), wantExit: 10, wantMsg: "nope"},
+		{name: "tool_result without tool_use", agent: "claude-code", content: strings.Replace(claudeBase, `"tool_use_id":"t1"`, `"tool_use_id":"t9"`, 1), wantExit: 10, wantMsg: "t9"},
+		{name: "boundary 0", agent: "claude-code", content: claudeBase, args: []string{"--after-step", "0"}, wantExit: 2, wantCat: "configuration_error", wantMsg: "numbered from 1"},
+		{name: "boundary past the end", agent: "claude-code", content: claudeBase, args: []string{"--after-step", "9"}, wantExit: 10, wantMsg: "after-step 9: trajectory has 1 complete steps"},
+		{name: "boundary on text-only session", agent: "claude-code", content: strings.SplitAfter(claudeBase, "\n")[0] + strings.Replace(strings.SplitAfter(claudeBase, "\n")[3], `"parentUuid":"u2"`, `"parentUuid":"u1"`, 1), wantExit: 10, wantMsg: "0 complete steps"},
+		{name: "wrong agent", agent: "claude-code", content: codexBase, wantExit: 10, wantMsg: "looks like a codex session"},
+		{name: "unknown agent", agent: "gemini", content: claudeBase, wantExit: 2, wantMsg: "unknown agent"},
+		{name: "missing trajectory file", agent: "claude-code", raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}/nope.jsonl", "--after-step", "1"}, wantExit: 10, wantMsg: "does not exist"},
+		{name: "symlink as trajectory", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) { os.Symlink(traj, filepath.Join(dir, "link.jsonl")) },
+			raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}/link.jsonl", "--after-step", "1", "--state-dir", "{dir}/state", "--output-dir", "{dir}/out"}, wantExit: 10, wantMsg: "symbolic link"},
+		{name: "directory as trajectory", agent: "claude-code", raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}", "--after-step", "1"}, wantExit: 10, wantMsg: "is a directory"},
+		{name: "conflicting modes", agent: "claude-code", content: claudeBase, args: []string{"--replay-only"}, wantExit: 2, wantMsg: "mutually exclusive"},
+		{name: "unknown flag", agent: "claude-code", content: claudeBase, args: []string{"--after-stpe", "1"}, wantExit: 2, wantMsg: "after-stpe"},
+		{name: "after-step not a number", agent: "claude-code", content: claudeBase, args: []string{"--after-step", "two"}, wantExit: 2, wantMsg: "after-step"},
+		{name: "positional argument", agent: "claude-code", content: claudeBase, args: []string{"extra"}, wantExit: 2, wantMsg: "unexpected argument"},
+		{name: "bad run id", agent: "claude-code", content: claudeBase, args: []string{"--run-id", "a/b"}, wantExit: 2, wantMsg: "run-id"},
+		{name: "whitespace boundary prompt", agent: "claude-code", content: claudeBase, args: []string{"--boundary-user-prompt", "  "}, wantExit: 2, wantMsg: "non-whitespace"},
+		{name: "negative max steps", agent: "claude-code", content: claudeBase, args: []string{"--max-steps", "-1"}, wantExit: 2, wantMsg: "max-steps"},
+		{name: "commit without overlay path", agent: "claude-code", content: claudeBase, args: []string{"--overlayfs-commit", "apply"}, wantExit: 2, wantMsg: "overlayfs path"},
+		{name: "unknown TOML key", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\nafter_stpe = 2\n"),
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: `r.toml:6: unknown key "replay.after_stpe"`},
+		{name: "unknown TOML table", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\n[gateway]\nurl = \"x\"\n"),
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "unknown key"},
+		{name: "TOML syntax error", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay\nagent = 1\n"), raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "r.toml:1"},
+		{name: "TOML without replay table", agent: "claude-code", content: claudeBase, setup: writeConfig("[run]\ntimeout_ms = 5\n"), raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "missing [replay]"},
+		{name: "TOML conflicting modes", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\nreplay_only = true\n"),
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "mutually exclusive"},
+		{name: "config plus direct flags", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\n"), raw: []string{"--config", "{dir}/r.toml", "--after-step", "1"}, wantExit: 2, wantMsg: "cannot be combined"},
+		{name: "unsupported tool in prefix", agent: "claude-code", content: strings.Replace(claudeBase, `"name":"Bash","input":{"command":"ls"}`, `"name":"WebFetch","input":{"url":"http://x"}`, 1), wantExit: 11, wantCat: "unsupported_agent", wantMsg: `step 1: tool "WebFetch"`},
+		{name: "unsupported tool allowed stale", agent: "claude-code", content: strings.Replace(claudeBase, `"name":"Bash","input":{"command":"ls"}`, `"name":"WebFetch","input":{"url":"http://x"}`, 1), args: []string{"--allow-stale-observations"}, wantExit: 0},
+		{name: "codex forked rollout", agent: "codex", content: strings.Replace(codexBase, `"cli_version":"0.41.0"`, `"cli_version":"0.41.0","history_base":{"id":"x"}`, 1), wantExit: 11, wantMsg: "fork"},
+		{name: "codex output without call", agent: "codex", content: strings.Replace(codexBase, `"call_id":"c1","output"`, `"call_id":"c9","output"`, 1), wantExit: 10, wantMsg: "c9"},
+		{name: "codex line not an object", agent: "codex", content: replaceLine(codexBase, 2, `"just a string"`), wantExit: 10, wantMsg: "line 2"},
+		{name: "output dir reused", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) { os.MkdirAll(filepath.Join(dir, "out", "r1"), 0o700) },
+			args: []string{"--run-id", "r1"}, wantExit: 2, wantMsg: "already exists"},
+		{name: "ambiguous state dir", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) {
+			os.MkdirAll(filepath.Join(dir, "state", "r1"), 0o700)
+			os.WriteFile(filepath.Join(dir, "state", "r1", "replay-events.jsonl"), []byte("{\"format\":\"pvisor.journal/v1\"}\n{\"seq\":1,\"event\":\"tool_started\",\"data\":{\"call_id\":\"t1\"}}\n"), 0o600)
+		}, args: []string{"--run-id", "r1"}, wantExit: 31, wantCat: "ambiguous_execution", wantMsg: "t1"},
+	}
+}
+
+func writeConfig(body string) func(dir, traj string) {
+	return func(dir, traj string) {
+		body := strings.ReplaceAll(body, "{traj}", traj)
+		os.WriteFile(filepath.Join(dir, "r.toml"), []byte(body), 0o600)
+	}
+}
+
+// v3Keys are the keys every result line carries, success or failure.
+var v3Keys = []string{"schema_version", "phase", "quality", "agent_status", "run_id", "agent", "after_step",
+	"replayed_tool_calls", "prefix_model_turns", "continued_steps", "state_dir", "output_dir", "artifacts",
+	"failure", "retryable", "metadata"}
+
+func TestBadInputs(t *testing.T) {
+	cases := badCases()
+	if len(cases) < 30 {
+		t.Fatalf("the table must hold at least 30 cases, has %d", len(cases))
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			traj := filepath.Join(dir, "traj.jsonl")
+			if tc.file != "" {
+				data, err := os.ReadFile(tc.file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.content = string(data)
+			}
+			if tc.raw == nil || tc.content != "" || tc.setup != nil {
+				if err := os.WriteFile(traj, []byte(tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before := sha256.Sum256([]byte(tc.content))
+			if tc.setup != nil {
+				tc.setup(dir, traj)
+			}
+			args := tc.raw
+			if args == nil {
+				args = append([]string{"--prepare-only", "--agent", tc.agent, "--trajectory", traj, "--after-step", "1",
+					"--state-dir", filepath.Join(dir, "state"), "--output-dir", filepath.Join(dir, "out")}, tc.args...)
+			}
+			for i := range args {
+				args[i] = strings.ReplaceAll(strings.ReplaceAll(args[i], "{dir}", dir), "{traj}", traj)
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(append([]string{"replay"}, args...), &stdout, &stderr)
+			res := checkResultLine(t, stdout.Bytes())
+			if code != tc.wantExit {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tc.wantExit, stderr.String())
+			}
+			failure, _ := res["failure"].(map[string]any)
+			if tc.wantExit == 0 {
+				if failure != nil {
+					t.Errorf("unexpected failure %v", failure)
+				}
+			} else {
+				if failure == nil {
+					t.Fatalf("no failure in result: %s", stdout.String())
+				}
+				if tc.wantCat != "" && failure["category"] != tc.wantCat {
+					t.Errorf("category %v, want %s", failure["category"], tc.wantCat)
+				}
+				if msg, _ := failure["message"].(string); !strings.Contains(msg, tc.wantMsg) {
+					t.Errorf("message %q does not contain %q", msg, tc.wantMsg)
+				}
+			}
+			if data, err := os.ReadFile(traj); err == nil && sha256.Sum256(data) != before {
+				t.Errorf("input file changed")
+			}
+		})
+	}
+}
+
+// checkResultLine asserts stdout is exactly one JSON line with the v3 shape.
+func checkResultLine(t *testing.T, out []byte) map[string]any {
+	t.Helper()
+	if bytes.Count(out, []byte("\n")) != 1 || !bytes.HasSuffix(out, []byte("\n")) {
+		t.Fatalf("stdout must be one JSON line, got %q", out)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("stdout is not JSON: %v: %s", err, out)
+	}
+	for _, k := range v3Keys {
+		if _, ok := res[k]; !ok {
+			t.Errorf("result lacks %q: %s", k, out)
+		}
+	}
+	if res["schema_version"] != "sandbox-playback.result/v3" {
+		t.Errorf("schema_version %v", res["schema_version"])
+	}
+	return res
+}

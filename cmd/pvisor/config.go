@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/pvisor/pvisor/replay"
+)
+
+// replayFile is the TOML form of a replay request. Every table rejects
+// unknown keys, so a typo never silently becomes a default.
+type replayFile struct {
+	Replay     *replayTable     `toml:"replay"`
+	Run        *runTable        `toml:"run"`
+	Overlayfs  *overlayfsTable  `toml:"overlayfs"`
+	Overlaynet *overlaynetTable `toml:"overlaynet"`
+}
+
+type replayTable struct {
+	Agent                  string   `toml:"agent"`
+	Trajectory             string   `toml:"trajectory"`
+	AfterStep              int      `toml:"after_step"`
+	MaxSteps               int      `toml:"max_steps"`
+	PrepareOnly            bool     `toml:"prepare_only"`
+	ReplayOnly             bool     `toml:"replay_only"`
+	AllowStaleObservations bool     `toml:"allow_stale_observations"`
+	BoundaryUserPrompt     string   `toml:"boundary_user_prompt"`
+	RunID                  string   `toml:"run_id"`
+	SessionID              string   `toml:"session_id"`
+	Workspace              string   `toml:"workspace"`
+	StateDir               string   `toml:"state_dir"`
+	OutputDir              string   `toml:"output_dir"`
+	AgentEntrypoint        string   `toml:"agent_entrypoint"`
+	AgentArgs              []string `toml:"agent_args"`
+	AllowUntestedVersion   bool     `toml:"allow_untested_version"`
+	DisableThinking        bool     `toml:"disable_thinking"`
+	Upstream               string   `toml:"upstream"`
+}
+
+type runTable struct {
+	TimeoutMS  int      `toml:"timeout_ms"`
+	InheritEnv bool     `toml:"inherit_env"`
+	PassEnv    []string `toml:"pass_env"`
+}
+
+type overlayfsTable struct {
+	Path    string   `toml:"path"`
+	Compose []string `toml:"compose"`
+	Commit  string   `toml:"commit"`
+}
+
+type overlaynetTable struct {
+	Mode   string `toml:"mode"`
+	Policy string `toml:"policy"`
+}
+
+// loadReplayConfig reads a TOML request. Relative paths in it are relative
+// to the file, so a config works from any directory.
+func loadReplayConfig(path string) (*replay.Request, error) {
+	req := &replay.Request{}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return req, fmt.Errorf("--config: %v", err)
+	}
+	var cfg replayFile
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return req, tomlError(path, err)
+	}
+	if cfg.Replay == nil {
+		return req, fmt.Errorf("%s: missing [replay] table (it needs agent, trajectory and after_step)", path)
+	}
+	r := cfg.Replay
+	if r.PrepareOnly && r.ReplayOnly {
+		return req, fmt.Errorf("%s: prepare_only and replay_only are mutually exclusive", path)
+	}
+	base := filepath.Dir(path)
+	rel := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+	*req = replay.Request{
+		Agent: r.Agent, Trajectory: rel(r.Trajectory), AfterStep: r.AfterStep, MaxSteps: r.MaxSteps,
+		AllowStaleObservations: r.AllowStaleObservations, BoundaryUserPrompt: r.BoundaryUserPrompt,
+		RunID: r.RunID, SessionID: r.SessionID, Workspace: rel(r.Workspace), StateRoot: rel(r.StateDir),
+		OutputRoot: rel(r.OutputDir), AgentEntrypoint: rel(r.AgentEntrypoint), AgentArgs: r.AgentArgs,
+		AllowUntestedVersion: r.AllowUntestedVersion, DisableThinking: r.DisableThinking, Upstream: r.Upstream,
+	}
+	switch {
+	case r.PrepareOnly:
+		req.Mode = replay.PrepareOnly
+	case r.ReplayOnly:
+		req.Mode = replay.ReplayOnly
+	}
+	if c := cfg.Run; c != nil {
+		req.Run = replay.RunConfig{TimeoutMS: c.TimeoutMS, InheritEnv: c.InheritEnv, PassEnv: c.PassEnv}
+	}
+	if c := cfg.Overlayfs; c != nil {
+		req.Overlay = replay.OverlayConfig{Path: rel(c.Path), Commit: c.Commit}
+		for _, d := range c.Compose {
+			req.Overlay.Compose = append(req.Overlay.Compose, rel(d))
+		}
+	}
+	if c := cfg.Overlaynet; c != nil {
+		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy}
+	}
+	return req, nil
+}
+
+// tomlError names the file, line and key of a TOML problem.
+func tomlError(path string, err error) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		var msgs []string
+		for _, e := range strict.Errors {
+			row, _ := e.Position()
+			msgs = append(msgs, fmt.Sprintf("%s:%d: unknown key %q", path, row, strings.Join(e.Key(), ".")))
+		}
+		return fmt.Errorf("%s (allowed tables: [replay], [run], [overlayfs], [overlaynet]; see 'pvisor replay --help')", strings.Join(msgs, "; "))
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		return fmt.Errorf("%s:%d: %s", path, row, de.Error())
+	}
+	return fmt.Errorf("%s: %v", path, err)
+}

@@ -1,0 +1,59 @@
+// Command pvisor replays an AI coding agent's native session in a fresh
+// sandbox and lets the real agent continue from any step.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+const usage = `pvisor replays AI coding agents' native sessions.
+
+Usage:
+    pvisor inspect FILE [--agent A] [--json]
+    pvisor replay --agent A --trajectory FILE --after-step N [--prepare-only | --replay-only] [flags]
+    pvisor replay --config FILE
+    pvisor version
+
+Agents: claude-code, codex, opencode, pi, openhands, mini-swe-agent.
+
+Examples:
+    # List the steps of a session, to choose --after-step.
+    $ pvisor inspect ~/.claude/projects/-work-repo/0a1b2c3d.jsonl
+
+    # Validate and plan a replay after step 3 without running anything.
+    $ pvisor replay --prepare-only --agent codex --trajectory rollout.jsonl --after-step 3
+
+Run 'pvisor COMMAND --help' for the flags of a command.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is main without the process: tests drive it directly.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "inspect":
+		return cmdInspect(args[1:], stdout, stderr)
+	case "replay":
+		return cmdReplay(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "pvisor", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "pvisor: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+}
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"

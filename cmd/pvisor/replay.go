@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/result"
+)
+
+const replayUsage = `Usage:
+    pvisor replay --agent A --trajectory FILE --after-step N [flags]
+    pvisor replay --config FILE
+
+Re-runs the tool calls of steps 1..N of a native session in this sandbox,
+rebuilds the agent's own session with the fresh observations and lets the
+real agent continue. The result (sandbox-playback.result/v3) is printed as
+one JSON line and saved as <output-dir>/<run-id>/result.json.
+
+Modes:
+    (default)        replay the prefix, then continue the agent
+    --replay-only    stop before the agent's first model request
+    --prepare-only   parse, validate and plan; run nothing
+
+Examples:
+    $ pvisor replay --prepare-only --agent claude-code --trajectory s.jsonl --after-step 2
+    $ pvisor replay --config experiment.toml
+
+Exit codes: 0 ok, 2 configuration, 10 trajectory, 11 unsupported agent or
+version, 20 workspace, 30 executor, 31 ambiguous execution, 40 continuation
+or model, 50 internal.
+
+Flags:
+`
+
+func cmdReplay(args []string, stdout, stderr io.Writer) int {
+	req, err := parseReplayArgs(args, stderr)
+	if err == pflag.ErrHelp {
+		return 0
+	}
+	var res *result.Result
+	if err != nil {
+		res = result.New(req.RunID, req.Agent)
+		res.Fail(result.ConfigurationError, err.Error())
+	} else {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		res = replay.Run(ctx, req)
+		stop()
+	}
+	stdout.Write(res.Line())
+	if res.Failure != nil {
+		fmt.Fprintf(stderr, "pvisor replay: %s: %s\n", res.Failure.Category, res.Failure.Message)
+	}
+	return result.ExitCode(res.Failure)
+}
+
+// parseReplayArgs turns flags, or a --config file, into a request. On an
+// error the request still carries whatever was parsed, for the result.
+func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
+	req := &replay.Request{}
+	fs := pflag.NewFlagSet("replay", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	var prepareOnly, replayOnly bool
+	config := fs.String("config", "", "read the request from a TOML `file` ([replay], [run], [overlayfs], [overlaynet])")
+	fs.StringVar(&req.Agent, "agent", "", "agent that wrote the trajectory: claude-code, codex, opencode, pi, openhands, mini-swe-agent")
+	fs.StringVar(&req.Trajectory, "trajectory", "", "native session `file`")
+	fs.IntVar(&req.AfterStep, "after-step", 0, "replay steps 1..`N` (see 'pvisor inspect')")
+	fs.IntVar(&req.MaxSteps, "max-steps", 0, "total action budget including the replayed prefix (0 = no limit)")
+	fs.BoolVar(&prepareOnly, "prepare-only", false, "parse, validate and plan; run no tool and no agent")
+	fs.BoolVar(&replayOnly, "replay-only", false, "stop before the agent's first model request")
+	fs.BoolVar(&req.AllowStaleObservations, "allow-stale-observations", false, "reuse recorded observations of tools the replay cannot run (quality becomes degraded)")
+	fs.StringVar(&req.BoundaryUserPrompt, "boundary-user-prompt", "", "user `text` appended after the boundary observation (only its length and sha256 are recorded)")
+	fs.StringVar(&req.RunID, "run-id", "", "run `id` ([A-Za-z0-9_-]+; default replay-<uuid>)")
+	fs.StringVar(&req.SessionID, "session-id", "", "model-router session key (default: the run id)")
+	fs.StringVar(&req.Workspace, "workspace", "", "`dir` the tools run in (default: current directory)")
+	fs.StringVar(&req.StateRoot, "state-dir", "", "root `dir` of per-run state (default "+replay.DefaultStateRoot+")")
+	fs.StringVar(&req.OutputRoot, "output-dir", "", "root `dir` of per-run outputs (default "+replay.DefaultOutputRoot+")")
+	fs.StringVar(&req.AgentEntrypoint, "agent-entrypoint", "", "agent CLI `path` (default: found on PATH)")
+	fs.StringArrayVar(&req.AgentArgs, "agent-arg", nil, "extra native `argument` for the agent CLI (repeatable)")
+	fs.BoolVar(&req.AllowUntestedVersion, "allow-untested-version", false, "run an agent version outside the tested range (quality becomes degraded)")
+	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "ask the model not to think during the continuation")
+	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: anthropic, openai-responses, openai-chat or recorded")
+	fs.IntVar(&req.Run.TimeoutMS, "timeout-ms", 0, "overall time limit in `ms` (0 = none)")
+	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
+	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
+	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
+	fs.StringArrayVar(&req.Overlay.Compose, "overlayfs-compose", nil, "extra read-only lower `dir` (repeatable)")
+	fs.StringVar(&req.Overlay.Commit, "overlayfs-commit", "", "what to do with overlay changes: manual, apply or drop")
+	help := fs.BoolP("help", "h", false, "show this help")
+
+	if err := fs.Parse(args); err != nil {
+		return req, fmt.Errorf("%v (see 'pvisor replay --help')", err)
+	}
+	if *help {
+		fmt.Fprint(stderr, replayUsage)
+		fs.SetOutput(stderr)
+		fs.PrintDefaults()
+		return req, pflag.ErrHelp
+	}
+	if fs.NArg() > 0 {
+		return req, fmt.Errorf("unexpected argument %q (flags only; see 'pvisor replay --help')", fs.Arg(0))
+	}
+	if *config != "" {
+		var direct []string
+		fs.Visit(func(f *pflag.Flag) {
+			if f.Name != "config" {
+				direct = append(direct, "--"+f.Name)
+			}
+		})
+		if len(direct) > 0 {
+			return req, fmt.Errorf("--config cannot be combined with %v: put them in the file", direct)
+		}
+		return loadReplayConfig(*config)
+	}
+	if prepareOnly && replayOnly {
+		return req, fmt.Errorf("--prepare-only and --replay-only are mutually exclusive")
+	}
+	switch {
+	case prepareOnly:
+		req.Mode = replay.PrepareOnly
+	case replayOnly:
+		req.Mode = replay.ReplayOnly
+	}
+	return req, nil
+}

@@ -1,0 +1,224 @@
+package replay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/pvisor/pvisor/result"
+)
+
+func configErr(format string, args ...any) *Failure {
+	return fail(result.ConfigurationError, format, args...)
+}
+
+// NewRunID returns a fresh run id in the form existing tooling expects.
+func NewRunID() string {
+	return "replay-" + hex.EncodeToString(uuidBytes())
+}
+
+func uuidBytes() []byte {
+	u := uuid.New()
+	return u[:]
+}
+
+// run carries the state of one replay through its phases.
+type run struct {
+	req       *Request
+	res       *result.Result
+	stateDir  string
+	outputDir string
+	journal   *result.Journal
+	plan      *Plan
+}
+
+// Run executes a request and returns its result; it never returns nil. The
+// result's Failure says what went wrong, and result.ExitCode maps it to the
+// process exit code.
+func Run(ctx context.Context, req *Request) *result.Result {
+	if req.RunID == "" {
+		req.RunID = NewRunID()
+	}
+	r := &run{req: req, res: result.New(req.RunID, req.Agent)}
+	r.res.AfterStep = req.AfterStep
+	r.res.Metadata["boundary_user_prompt"] = r.boundaryPromptMetadata()
+	err := r.execute(ctx)
+	if err != nil {
+		r.finishFailure(err)
+	}
+	if r.journal != nil {
+		r.journal.Close()
+	}
+	return r.res
+}
+
+func (r *run) execute(ctx context.Context) error {
+	if err := r.req.Validate(); err != nil {
+		return err
+	}
+	if r.req.Mode != PrepareOnly {
+		return fail(result.ConfigurationError, "%s mode is not available in this build yet: only --prepare-only runs end to end", r.req.Mode)
+	}
+	plan, err := BuildPlan(r.req)
+	if err != nil {
+		return err
+	}
+	r.plan = plan
+	r.res.Agent.Type = plan.Format.Agent()
+	if v := plan.Trajectory.Version; v != "" {
+		r.res.Agent.Version = &v
+	}
+	r.res.PrefixModelTurns = plan.Manifest.Boundary.PrefixModelTurns
+	if err := r.checkBudget(); err != nil {
+		return err
+	}
+	if err := r.allocate(); err != nil {
+		return err
+	}
+	if err := r.journal.Append(result.EventRunStarted, map[string]any{
+		"run_id": r.req.RunID, "agent": plan.Format.Agent(), "mode": r.req.Mode.String(),
+		"source_sha256": plan.Manifest.Source.SHA256, "after_step": r.req.AfterStep,
+		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
+	}); err != nil {
+		return fail(result.InternalError, "journal: %v", err)
+	}
+	if err := r.journal.Append(result.EventPlanValidated, map[string]any{
+		"tool_calls": plan.Manifest.Boundary.ToolCalls, "batches": len(plan.Manifest.Batches),
+		"stale_calls": len(plan.Stale),
+	}); err != nil {
+		return fail(result.InternalError, "journal: %v", err)
+	}
+	return r.prepare(ctx)
+}
+
+func (r *run) checkBudget() error {
+	max, prefix := r.req.MaxSteps, r.res.PrefixModelTurns
+	if max == 0 {
+		return nil
+	}
+	switch r.req.Mode {
+	case ReplayOnly:
+		if max < prefix {
+			return configErr("--max-steps %d is smaller than the replay prefix of %d model turns", max, prefix)
+		}
+	case Continue:
+		if max <= prefix {
+			return configErr("--max-steps %d leaves no live step after the replay prefix of %d model turns (use at least %d)", max, prefix, prefix+1)
+		}
+	}
+	return nil
+}
+
+// allocate creates the per-run state and output dirs and opens the journal.
+// The output dir must be new: results of two runs never mix.
+func (r *run) allocate() error {
+	stateRoot, err := filepath.Abs(orDefault(r.req.StateRoot, DefaultStateRoot))
+	if err != nil {
+		return configErr("--state-dir: %v", err)
+	}
+	outputRoot, err := filepath.Abs(orDefault(r.req.OutputRoot, DefaultOutputRoot))
+	if err != nil {
+		return configErr("--output-dir: %v", err)
+	}
+	stateDir := filepath.Join(stateRoot, r.req.RunID)
+	outputDir := filepath.Join(outputRoot, r.req.RunID)
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fail(result.WorkspaceError, "state dir: %v", err)
+	}
+	r.stateDir = stateDir
+	r.res.StateDir = &stateDir
+	j, err := result.OpenJournal(stateDir)
+	var amb *result.AmbiguousError
+	switch {
+	case errors.As(err, &amb):
+		return fail(result.AmbiguousExecution, "%v", err)
+	case err != nil:
+		return fail(result.WorkspaceError, "journal in %s: %v", stateDir, err)
+	}
+	r.journal = j
+	if err := os.MkdirAll(outputRoot, 0o700); err != nil {
+		return fail(result.WorkspaceError, "output dir: %v", err)
+	}
+	if err := os.Mkdir(outputDir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return configErr("output dir %s already exists; every run needs its own (choose a new --run-id or --output-dir)", outputDir)
+		}
+		return fail(result.WorkspaceError, "output dir: %v", err)
+	}
+	r.outputDir = outputDir
+	r.res.OutputDir = &outputDir
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// boundaryPromptMetadata describes the boundary prompt without its text.
+func (r *run) boundaryPromptMetadata() map[string]any {
+	p := r.req.BoundaryUserPrompt
+	m := map[string]any{"requested": p != "", "injected": false, "injection_count": 0}
+	if p != "" {
+		sum := sha256.Sum256([]byte(p))
+		m["sha256"] = hex.EncodeToString(sum[:])
+		m["length"] = utf8.RuneCountInString(p)
+	}
+	switch r.req.Mode {
+	case PrepareOnly:
+		m["reason"] = "prepare_only"
+	case ReplayOnly:
+		m["reason"] = "replay_only"
+	default:
+		m["reason"] = "not_injected"
+	}
+	return m
+}
+
+func (r *run) artifact(role, format, path string) {
+	r.res.Artifacts = append(r.res.Artifacts, result.Artifact{Role: role, Format: format, Path: path})
+}
+
+// finishFailure records the failure in the result, the journal and the
+// output dir, as far as the run got.
+func (r *run) finishFailure(err error) {
+	var f *Failure
+	if !errors.As(err, &f) {
+		f = &Failure{Category: result.InternalError, Message: err.Error()}
+	}
+	r.res.Fail(f.Category, f.Message)
+	if r.res.Phase == nil {
+		r.res.SetPhase(result.PhasePrepared)
+	}
+	r.res.Metadata["replayed_tool_calls_complete"] = false
+	if r.journal != nil {
+		_ = r.journal.Append(result.EventRunFailed, map[string]any{"category": f.Category, "message": f.Message})
+	}
+	if r.outputDir != "" {
+		r.writeOutputs()
+	}
+}
+
+// writeOutputs copies the journal and writes result.json; failures here are
+// reported on the result but cannot change its category any more.
+func (r *run) writeOutputs() {
+	if r.journal != nil {
+		dst := filepath.Join(r.outputDir, result.JournalFile)
+		if err := r.journal.CopyTo(dst); err == nil {
+			r.artifact("replay_events", "sandbox-playback/events-v1", dst)
+		}
+	}
+	if err := result.WriteJSON(filepath.Join(r.outputDir, "result.json"), r.res); err != nil {
+		r.res.Metadata["result_write_error"] = fmt.Sprint(err)
+	}
+}

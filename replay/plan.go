@@ -1,0 +1,200 @@
+package replay
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/agents"
+)
+
+// ManifestSchema is manifest.json's schema_version.
+const ManifestSchema = "sandbox-replay.plan/v1"
+
+// Plan is what prepare learns from the trajectory; manifest.json is its
+// serialisation. Observations are deliberately absent: the plan is what will
+// be re-run, not what was seen.
+type Plan struct {
+	Format     trajectory.Format `json:"-"`
+	Trajectory *trajectory.Trajectory
+	SourceSize int64 `json:"-"`
+	Manifest   Manifest
+	// Stale are prefix calls that will reuse their original observation.
+	Stale []trajectory.StaleCall
+}
+
+// Manifest is manifest.json.
+type Manifest struct {
+	SchemaVersion string          `json:"schema_version"`
+	Agent         ManifestAgent   `json:"agent"`
+	Source        ManifestSource  `json:"source"`
+	Boundary      Boundary        `json:"boundary"`
+	Batches       []ManifestBatch `json:"batches"`
+}
+
+// ManifestAgent names the agent and the version recorded in the file.
+type ManifestAgent struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// ManifestSource identifies the exact input bytes.
+type ManifestSource struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Boundary is where the replay stops and the agent takes over.
+type Boundary struct {
+	AfterStep         int  `json:"after_step"`
+	CompleteToolBatch bool `json:"complete_tool_batch"`
+	PrefixModelTurns  int  `json:"prefix_model_turns"`
+	ToolCalls         int  `json:"tool_calls"`
+}
+
+// ManifestBatch is one step of the prefix.
+type ManifestBatch struct {
+	Ordinal       int                `json:"ordinal"`
+	NativeLocator trajectory.Locator `json:"native_locator"`
+	ToolCalls     []ManifestCall     `json:"tool_calls"`
+}
+
+// ManifestCall is one call to re-run.
+type ManifestCall struct {
+	Ordinal   int             `json:"ordinal"`
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// OpenTrajectory checks that path is a regular file and not a link, so what
+// is hashed is what is decoded, and returns it open.
+func OpenTrajectory(path string) (*os.File, int64, error) {
+	st, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, 0, fail(result.TrajectoryError, "trajectory %s does not exist", path)
+	case err != nil:
+		return nil, 0, fail(result.TrajectoryError, "trajectory %s: %v", path, err)
+	case st.Mode()&fs.ModeSymlink != 0:
+		target, _ := os.Readlink(path)
+		return nil, 0, fail(result.TrajectoryError, "trajectory %s is a symbolic link (to %s); pass the file itself so the bytes hashed are the bytes replayed", path, target)
+	case st.IsDir():
+		return nil, 0, fail(result.TrajectoryError, "trajectory %s is a directory; pass the session file inside it", path)
+	case !st.Mode().IsRegular():
+		return nil, 0, fail(result.TrajectoryError, "trajectory %s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fail(result.TrajectoryError, "trajectory %s: %v", path, err)
+	}
+	return f, st.Size(), nil
+}
+
+// BuildPlan decodes the trajectory with the named agent's format, checks the
+// boundary and the prefix tools, and builds the manifest.
+func BuildPlan(req *Request) (*Plan, error) {
+	format, ok := lookupFormat(req.Agent)
+	if !ok {
+		return nil, fail(result.ConfigurationError, "unknown agent %q (supported: %s)", req.Agent, strings.Join(agentNames(), ", "))
+	}
+	f, size, err := OpenTrajectory(req.Trajectory)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if size == 0 {
+		return nil, fail(result.TrajectoryError, "trajectory %s is empty", req.Trajectory)
+	}
+	head, err := agents.Head(f)
+	if err != nil {
+		return nil, fail(result.TrajectoryError, "trajectory %s: %v", req.Trajectory, err)
+	}
+	if !format.Detect(head) {
+		if m := agents.Matching(head); len(m) > 0 {
+			return nil, fail(result.TrajectoryError, "trajectory %s looks like a %s session, not %s (pass --agent %s)", req.Trajectory, strings.Join(m, "/"), req.Agent, m[0])
+		}
+	}
+	// One pass: the decoder reads through a hashing tee; whatever it did not
+	// read (it stops at a torn tail or an error) is hashed afterwards.
+	hr := &hashingReader{r: io.NewSectionReader(f, 0, size), h: sha256.New()}
+	t, err := format.Decode(hr, trajectory.Options{SkipObservationContent: true})
+	if err != nil {
+		return nil, decodeFailure(req.Trajectory, err)
+	}
+	if _, err := io.Copy(hr.h, io.NewSectionReader(f, hr.n, size-hr.n)); err != nil {
+		return nil, fail(result.TrajectoryError, "trajectory %s: %v", req.Trajectory, err)
+	}
+	sum := hex.EncodeToString(hr.h.Sum(nil))
+	if err := trajectory.CheckBoundary(t, req.AfterStep); err != nil {
+		return nil, decodeFailure(req.Trajectory, err)
+	}
+	p := &Plan{Format: format, Trajectory: t, SourceSize: size}
+	p.Stale = trajectory.CheckPrefixTools(format, t, req.AfterStep)
+	if len(p.Stale) > 0 && !req.AllowStaleObservations {
+		s := p.Stale[0]
+		more := ""
+		if len(p.Stale) > 1 {
+			more = fmt.Sprintf(" (and %d more)", len(p.Stale)-1)
+		}
+		return nil, fail(result.UnsupportedAgent, "%v%s; choose an earlier --after-step, or pass --allow-stale-observations to reuse the recorded observation (quality becomes degraded)", s, more)
+	}
+	m := Manifest{
+		SchemaVersion: ManifestSchema,
+		Agent:         ManifestAgent{Name: format.Agent(), Version: t.Version},
+		Source:        ManifestSource{Path: req.Trajectory, SHA256: sum},
+		Boundary: Boundary{AfterStep: req.AfterStep, CompleteToolBatch: true,
+			PrefixModelTurns: format.PrefixModelTurns(t, req.AfterStep)},
+		Batches: []ManifestBatch{},
+	}
+	for _, a := range t.Steps() {
+		if a.Step > req.AfterStep {
+			break
+		}
+		b := ManifestBatch{Ordinal: a.Step, NativeLocator: a.Locator}
+		for i, c := range a.Calls {
+			b.ToolCalls = append(b.ToolCalls, ManifestCall{Ordinal: i + 1, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+		m.Boundary.ToolCalls += len(a.Calls)
+		m.Batches = append(m.Batches, b)
+	}
+	p.Manifest = m
+	return p, nil
+}
+
+type hashingReader struct {
+	r io.Reader
+	h hash.Hash
+	n int64
+}
+
+func (hr *hashingReader) Read(p []byte) (int, error) {
+	n, err := hr.r.Read(p)
+	hr.h.Write(p[:n])
+	hr.n += int64(n)
+	return n, err
+}
+
+func decodeFailure(path string, err error) error {
+	var te *trajectory.Error
+	if errors.As(err, &te) {
+		cat := result.TrajectoryError
+		if te.Kind == trajectory.Unsupported {
+			cat = result.UnsupportedVersion
+		}
+		return fail(cat, "trajectory %s: %v", path, err)
+	}
+	return fail(result.TrajectoryError, "trajectory %s: %v", path, err)
+}
+
+func lookupFormat(name string) (trajectory.Format, bool) { return agents.Lookup(name) }
+func agentNames() []string                                { return agents.Names() }

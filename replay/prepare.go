@@ -1,0 +1,68 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+
+	"github.com/pvisor/pvisor/result"
+)
+
+// prepare writes the plan and the native prefix; no tool and no agent runs.
+func (r *run) prepare(ctx context.Context) error {
+	p := r.plan
+	manifest := filepath.Join(r.outputDir, "manifest.json")
+	if err := result.WriteJSON(manifest, p.Manifest); err != nil {
+		return fail(result.WorkspaceError, "manifest: %v", err)
+	}
+	r.artifact("playback_plan", "sandbox-playback/plan-v1", manifest)
+
+	nativeDir := filepath.Join(r.outputDir, "native")
+	if err := os.Mkdir(nativeDir, 0o700); err != nil {
+		return fail(result.WorkspaceError, "native dir: %v", err)
+	}
+	src, err := os.Open(r.req.Trajectory)
+	if err != nil {
+		return fail(result.TrajectoryError, "trajectory %s: %v", r.req.Trajectory, err)
+	}
+	defer src.Close()
+	var buf bytes.Buffer
+	if err := p.Format.WritePrefix(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep); err != nil {
+		return decodeFailure(r.req.Trajectory, err)
+	}
+	prefix := filepath.Join(nativeDir, "prepared-prefix."+p.Format.PrefixExt())
+	if err := result.WriteFile(prefix, buf.Bytes()); err != nil {
+		return fail(result.WorkspaceError, "prepared prefix: %v", err)
+	}
+	r.artifact("native_prepared_prefix", p.Format.Agent()+"/native-"+p.Format.PrefixExt(), prefix)
+	sum := sha256.Sum256(buf.Bytes())
+	if err := r.journal.Append(result.EventSessionPrepared, map[string]any{"sha256": hex.EncodeToString(sum[:])}); err != nil {
+		return fail(result.InternalError, "journal: %v", err)
+	}
+
+	r.res.SetPhase(result.PhasePrepared)
+	r.res.Quality = result.QualityVerified
+	r.res.Metadata["replay_only_execution"] = false
+	if sid := p.Trajectory.SessionID; sid != "" {
+		r.res.Metadata["native_session_id"] = sid
+	}
+	if tt := p.Trajectory.TornTail; tt != nil {
+		r.res.Metadata["torn_tail"] = map[string]any{"line": tt.Line, "offset": tt.Offset, "bytes": tt.Bytes}
+	}
+	if len(p.Stale) > 0 {
+		r.res.Quality = result.QualityDegraded
+		var stale []map[string]any
+		for _, s := range p.Stale {
+			stale = append(stale, map[string]any{"step": s.Step, "call_id": s.Call.ID, "tool": s.Call.Name, "reason": s.Reason})
+		}
+		r.res.Metadata["stale_observations"] = stale
+	}
+	if err := r.journal.Append(result.EventRunFinished, map[string]any{"status": "prepared"}); err != nil {
+		return fail(result.InternalError, "journal: %v", err)
+	}
+	r.writeOutputs()
+	return nil
+}

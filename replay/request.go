@@ -1,0 +1,130 @@
+// Package replay is the engine behind `pvisor replay`: it validates a
+// request, plans the boundary, runs the prefix, rebuilds the native session
+// and continues the agent, reporting everything as a result/v3.
+package replay
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Mode selects how far a run goes.
+type Mode int
+
+const (
+	// Continue replays the prefix and lets the real agent go on (the default).
+	Continue Mode = iota
+	// ReplayOnly stops before the agent's first model request.
+	ReplayOnly
+	// PrepareOnly parses, validates and plans; it runs no tool and no agent.
+	PrepareOnly
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ReplayOnly:
+		return "replay-only"
+	case PrepareOnly:
+		return "prepare-only"
+	default:
+		return "continue"
+	}
+}
+
+// Request is one replay, whether it came from flags or from a TOML file.
+type Request struct {
+	Agent                  string
+	Trajectory             string
+	AfterStep              int
+	MaxSteps               int // total action budget including the prefix; 0 = no limit
+	Mode                   Mode
+	AllowStaleObservations bool
+	BoundaryUserPrompt     string
+	RunID                  string
+	SessionID              string
+	Workspace              string
+	StateRoot              string
+	OutputRoot             string
+	AgentEntrypoint        string
+	AgentArgs              []string
+	AllowUntestedVersion   bool
+	DisableThinking        bool
+	Upstream               string
+
+	Run        RunConfig
+	Overlay    OverlayConfig
+	Overlaynet OverlaynetConfig
+}
+
+// RunConfig is the [run] table: how tools are executed.
+type RunConfig struct {
+	TimeoutMS  int
+	InheritEnv bool
+	PassEnv    []string
+}
+
+// OverlayConfig is the [overlayfs] table.
+type OverlayConfig struct {
+	Path    string
+	Compose []string
+	Commit  string
+}
+
+// OverlaynetConfig is the [overlaynet] table.
+type OverlaynetConfig struct {
+	Mode   string
+	Policy string
+}
+
+// Default roots, as the existing sandbox-playback tooling uses them.
+const (
+	DefaultStateRoot  = "/tmp/pvisor-sandbox-replay/state"
+	DefaultOutputRoot = "/tmp/pvisor-sandbox-replay/output"
+)
+
+var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Validate checks what can be checked without touching the file system.
+func (r *Request) Validate() error {
+	switch {
+	case r.Agent == "":
+		return configErr("--agent is required (one of %s)", strings.Join(agentNames(), ", "))
+	case r.Trajectory == "":
+		return configErr("--trajectory is required")
+	case r.AfterStep < 1:
+		return configErr("--after-step %d: steps are numbered from 1 (run 'pvisor inspect %s' to list them)", r.AfterStep, r.Trajectory)
+	case r.MaxSteps < 0:
+		return configErr("--max-steps %d: must be positive (or 0 for no limit)", r.MaxSteps)
+	case r.RunID != "" && !runIDPattern.MatchString(r.RunID):
+		return configErr("--run-id %q: may contain only letters, digits, '-' and '_'", r.RunID)
+	case strings.ContainsAny(r.SessionID, "\x00\r\n"):
+		return configErr("--session-id must contain no NUL, CR or LF")
+	case r.BoundaryUserPrompt != "" && strings.TrimSpace(r.BoundaryUserPrompt) == "":
+		return configErr("--boundary-user-prompt must contain a non-whitespace character")
+	}
+	if _, ok := lookupFormat(r.Agent); !ok {
+		return configErr("unknown agent %q (supported: %s)", r.Agent, strings.Join(agentNames(), ", "))
+	}
+	switch r.Overlay.Commit {
+	case "", "manual", "apply", "drop":
+	default:
+		return configErr("overlayfs commit %q: must be manual, apply or drop", r.Overlay.Commit)
+	}
+	if r.Overlay.Path == "" && (r.Overlay.Commit != "" || len(r.Overlay.Compose) > 0) {
+		return configErr("overlayfs commit/compose need an overlayfs path (--overlayfs-path)")
+	}
+	return nil
+}
+
+// Failure is an error with its result category.
+type Failure struct {
+	Category string
+	Message  string
+}
+
+func (f *Failure) Error() string { return f.Message }
+
+func fail(category, format string, args ...any) *Failure {
+	return &Failure{Category: category, Message: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,188 @@
+package agents
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// The benchmarks build a ~100 MB session by repeating a real corpus session
+// with fresh ids per copy, chained so the whole file is one active branch.
+const bigTarget = 100 << 20
+
+var (
+	uuidRe    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	msgIDRe   = regexp.MustCompile(`"(msg_|toolu_|call_|req_)[A-Za-z0-9]+`)
+	bigOnce   sync.Map
+	sessionRe = regexp.MustCompile(`"sessionId":"[^"]*"`)
+)
+
+// bigClaude repeats a Claude session; copy k's root is re-parented onto the
+// last entry of copy k-1.
+func bigClaude(tb testing.TB, src string) string {
+	return bigFile(tb, "claude", src, func(w *bufio.Writer, lines []string, k int, prevLast string) string {
+		last := prevLast
+		for i, l := range lines {
+			if l == "" {
+				continue
+			}
+			sid := sessionRe.FindString(l)
+			l = uuidRe.ReplaceAllStringFunc(l, func(u string) string { return fmt.Sprintf("%s-%06d", u[:29], k) })
+			l = msgIDRe.ReplaceAllStringFunc(l, func(m string) string { return fmt.Sprintf("%s%06d", m, k) })
+			if sid != "" {
+				l = sessionRe.ReplaceAllString(l, sid)
+			}
+			if i == 0 && k > 0 && strings.Contains(l, `"parentUuid":null`) && prevLast != "" {
+				l = strings.Replace(l, `"parentUuid":null`, `"parentUuid":"`+prevLast+`"`, 1)
+			}
+			if m := regexp.MustCompile(`"uuid":"([^"]+)"`).FindStringSubmatch(l); m != nil && !strings.Contains(l, `"isSidechain":true`) {
+				last = m[1]
+			}
+			w.WriteString(l)
+			w.WriteByte('\n')
+		}
+		return last
+	})
+}
+
+// bigCodex repeats the response items of a rollout after one session_meta.
+func bigCodex(tb testing.TB, src string) string {
+	return bigFile(tb, "codex", src, func(w *bufio.Writer, lines []string, k int, _ string) string {
+		for _, l := range lines {
+			if l == "" || (k > 0 && strings.Contains(l, `"type":"session_meta"`)) {
+				continue
+			}
+			l = msgIDRe.ReplaceAllStringFunc(l, func(m string) string { return fmt.Sprintf("%s%06d", m, k) })
+			w.WriteString(l)
+			w.WriteByte('\n')
+		}
+		return ""
+	})
+}
+
+func bigFile(tb testing.TB, name, src string, emit func(*bufio.Writer, []string, int, string) string) string {
+	if p, ok := bigOnce.Load(name); ok {
+		return p.(string)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		tb.Skipf("sample %s: %v", src, err)
+	}
+	lines := strings.Split(string(data), "\n")
+	dir, err := os.MkdirTemp("", "pvisor-bench-")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(dir, name+".jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	last := ""
+	for k := 0; int64(k)*int64(len(data)) < bigTarget; k++ {
+		last = emit(w, lines, k, last)
+	}
+	w.Flush()
+	f.Close()
+	bigOnce.Store(name, path)
+	return path
+}
+
+// peakHeap samples the heap while fn runs.
+func peakHeap(fn func()) uint64 {
+	runtime.GC()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	go func() {
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	fn()
+	close(done)
+	return peak.Load()
+}
+
+func benchDecode(b *testing.B, agent, path string) {
+	format, ok := Lookup(agent)
+	if !ok {
+		b.Skipf("%s not registered", agent)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("bufio-baseline", func(b *testing.B) {
+		b.SetBytes(st.Size())
+		for i := 0; i < b.N; i++ {
+			f, _ := os.Open(path)
+			r := bufio.NewReaderSize(f, 256<<10)
+			n := 0
+			for {
+				_, err := r.ReadSlice('\n')
+				if err == io.EOF {
+					break
+				}
+				n++
+			}
+			f.Close()
+		}
+	})
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(st.Size())
+		var peak uint64
+		for i := 0; i < b.N; i++ {
+			p := peakHeap(func() {
+				f, _ := os.Open(path)
+				t, err := format.Decode(f, trajectory.Options{SkipObservationContent: true})
+				f.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(t.Steps()) == 0 {
+					b.Fatal("no steps decoded")
+				}
+			})
+			peak = max(peak, p)
+		}
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+	})
+}
+
+func BenchmarkDecodeClaude100MB(b *testing.B) {
+	benchDecode(b, trajectory.ClaudeCode, bigClaude(b, "../../testdata/trajectories/claude-code/ccviewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"))
+}
+
+func BenchmarkDecodeCodex100MB(b *testing.B) {
+	benchDecode(b, trajectory.Codex, bigCodex(b, "../../testdata/trajectories/codex/codemie_rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"))
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	bigOnce.Range(func(_, p any) bool {
+		os.RemoveAll(filepath.Dir(p.(string)))
+		return true
+	})
+	os.Exit(code)
+}

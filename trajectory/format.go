@@ -1,0 +1,153 @@
+package trajectory
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Format is one agent's native session format. Each trajectory/<agent>
+// package provides one; the agents package lists them all.
+type Format interface {
+	// Agent is the name users pass to --agent.
+	Agent() string
+	// Detect reports whether head (the first bytes of a file, up to 64 KiB,
+	// possibly cut mid-line) looks like this format.
+	Detect(head []byte) bool
+	// Decode reads a native file as a stream; memory stays bounded by the
+	// size of the model-visible content kept, never by the file size.
+	Decode(r io.Reader, opts Options) (*Trajectory, error)
+	// PrefixExt is the file extension of native files, "jsonl" or "json".
+	PrefixExt() string
+	// WritePrefix writes the native records up to and including step
+	// afterStep, in the agent's own format. src is the original file.
+	WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *Trajectory, afterStep int) error
+	// ReplayTools lists the native tool names the replay re-executes.
+	ReplayTools() []string
+	// CheckReplayable returns nil when the replay will re-execute the call,
+	// or an error saying why not (an unknown tool, or an argument the replay
+	// cannot honour, such as a background shell).
+	CheckReplayable(call *ToolCall) error
+	// PrefixModelTurns counts the model turns the prefix up to afterStep
+	// consumed, the quantity --max-steps budgets.
+	PrefixModelTurns(t *Trajectory, afterStep int) int
+}
+
+// Options tune a decode.
+type Options struct {
+	// SkipObservationContent leaves Observation.Content empty, for callers
+	// (inspect, prepare) that only need the shape of the session.
+	SkipObservationContent bool
+}
+
+// Kind classifies a decode failure; the command maps it to an exit code.
+type Kind int
+
+const (
+	// Malformed: the file is not a valid session of the format (exit 10).
+	Malformed Kind = iota
+	// Unsupported: a valid session this version of pvisor cannot replay,
+	// such as a forked Codex rollout or an unknown format version (exit 11).
+	Unsupported
+)
+
+// Error is a decode or boundary failure that names where in the file it is.
+type Error struct {
+	Kind Kind
+	Line int // 1-based line (or record) number; 0 when not about one line
+	Msg  string
+	Hint string // what the user can do, "" when nothing
+}
+
+func (e *Error) Error() string {
+	s := e.Msg
+	if e.Line > 0 {
+		s = fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	if e.Hint != "" {
+		s += " (" + e.Hint + ")"
+	}
+	return s
+}
+
+// Errorf builds a Malformed error at line.
+func Errorf(line int, format string, args ...any) *Error {
+	return &Error{Kind: Malformed, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Unsupportedf builds an Unsupported error at line.
+func Unsupportedf(line int, format string, args ...any) *Error {
+	return &Error{Kind: Unsupported, Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsUnsupported reports whether err is an Unsupported decode error.
+func IsUnsupported(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == Unsupported
+}
+
+// CheckBoundary verifies that afterStep names a complete batch that the
+// replay can reach: every earlier action must be complete or text-only.
+func CheckBoundary(t *Trajectory, afterStep int) error {
+	steps := t.Steps()
+	if afterStep < 1 {
+		return &Error{Kind: Malformed, Msg: fmt.Sprintf("after-step %d: steps are numbered from 1", afterStep),
+			Hint: "run 'pvisor inspect FILE' to list the steps"}
+	}
+	if afterStep > len(steps) {
+		msg := fmt.Sprintf("after-step %d: trajectory has %d complete steps", afterStep, len(steps))
+		if len(steps) > 0 {
+			msg += fmt.Sprintf(" (last complete step ends at %s)", steps[len(steps)-1].Locator)
+		}
+		return &Error{Kind: Malformed, Msg: msg, Hint: "run 'pvisor inspect FILE' to list the steps"}
+	}
+	for i := range t.Actions {
+		a := &t.Actions[i]
+		if a.Step == afterStep {
+			return nil
+		}
+		if len(a.Calls) > 0 && !a.Complete() {
+			for _, c := range a.Calls {
+				if c.Observation == nil {
+					return &Error{Kind: Malformed, Line: c.Locator.First,
+						Msg: fmt.Sprintf("after-step %d: tool call %s (%s) before the boundary has no result", afterStep, c.ID, c.Name),
+						Hint: "choose an earlier step"}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// CheckPrefixTools returns an error naming the first call in steps
+// 1..afterStep the format will not re-execute.
+func CheckPrefixTools(f Format, t *Trajectory, afterStep int) []StaleCall {
+	var stale []StaleCall
+	for i := range t.Actions {
+		a := &t.Actions[i]
+		if a.Step == 0 {
+			continue
+		}
+		if a.Step > afterStep {
+			break
+		}
+		for j := range a.Calls {
+			if err := f.CheckReplayable(&a.Calls[j]); err != nil {
+				stale = append(stale, StaleCall{Step: a.Step, Call: &a.Calls[j], Reason: err.Error()})
+			}
+		}
+	}
+	return stale
+}
+
+// StaleCall is a prefix call whose original observation would have to be
+// reused because the replay cannot re-execute it.
+type StaleCall struct {
+	Step   int
+	Call   *ToolCall
+	Reason string
+}
+
+func (s StaleCall) Error() string {
+	return fmt.Sprintf("step %d: tool %q (call %s) cannot be replayed: %s", s.Step, s.Call.Name, s.Call.ID, s.Reason)
+}
