@@ -110,7 +110,7 @@ func CheckBoundary(t *Trajectory, afterStep int) error {
 			for _, c := range a.Calls {
 				if c.Observation == nil {
 					return &Error{Kind: Malformed, Line: c.Locator.First,
-						Msg: fmt.Sprintf("after-step %d: tool call %s (%s) before the boundary has no result", afterStep, c.ID, c.Name),
+						Msg:  fmt.Sprintf("after-step %d: tool call %s (%s) before the boundary has no result", afterStep, c.ID, c.Name),
 						Hint: "choose an earlier step"}
 				}
 			}

@@ -71,24 +71,12 @@ func (r *Reader) Next() bool {
 		if len(trimmed) == 0 {
 			continue
 		}
-		if !utf8.Valid(trimmed) {
+		if trimmed[0] != '{' || !valid(trimmed) {
 			if !terminated {
 				r.torn = &trajectory.TornTail{Line: r.n, Offset: start, Bytes: len(data)}
 				return false
 			}
-			r.err = trajectory.Errorf(r.n, "not valid UTF-8")
-			return false
-		}
-		if trimmed[0] != '{' || !gjson.ValidBytes(trimmed) {
-			if !terminated {
-				r.torn = &trajectory.TornTail{Line: r.n, Offset: start, Bytes: len(data)}
-				return false
-			}
-			if trimmed[0] != '{' && gjson.ValidBytes(trimmed) {
-				r.err = trajectory.Errorf(r.n, "expected a JSON object, found %s", kindOf(trimmed))
-			} else {
-				r.err = trajectory.Errorf(r.n, "not valid JSON")
-			}
+			r.err = lineError(r.n, trimmed)
 			return false
 		}
 		r.line = Line{N: r.n, Offset: start, Data: trimmed, End: r.off}
@@ -138,6 +126,19 @@ func (r *Reader) Torn() *trajectory.TornTail { return r.torn }
 
 // Lines returns the number of physical lines read so far.
 func (r *Reader) Lines() int { return r.nLines }
+
+// lineError says what is wrong with a line that failed validation; it runs
+// only on the error path, so it may be slow.
+func lineError(n int, b []byte) error {
+	switch {
+	case !utf8.Valid(b):
+		return trajectory.Errorf(n, "not valid UTF-8")
+	case b[0] != '{' && gjson.ValidBytes(b):
+		return trajectory.Errorf(n, "expected a JSON object, found %s", kindOf(b))
+	default:
+		return trajectory.Errorf(n, "not valid JSON")
+	}
+}
 
 func kindOf(b []byte) string {
 	switch gjson.ParseBytes(b).Type {
