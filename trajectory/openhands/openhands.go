@@ -1,0 +1,173 @@
+// Package openhands reads OpenHands V0 trajectories: the JSON array of events
+// that "download trajectory" / save_trajectory_path write and that
+// ReplayManager (config replay_trajectory_path) replays, and the `history` of
+// one evaluation output.jsonl line. V1 (software-agent-sdk) conversations are
+// recognised and refused.
+//
+// A step is one model response: the agent action events that share
+// tool_call_metadata.model_response.id (parallel calls arrive as consecutive
+// actions, each followed by its observation), with the observations whose
+// `cause` is the action's id. Locators count events (0-based indexes into the
+// array or history).
+//
+//   - ToolCall.Name is the action type (run, read, edit, write, think,
+//     run_ipython, browse…, finish) and Arguments its args, without
+//     "thought": OpenHands copies the response text there, so it becomes
+//     Action.Text (the response's message content when recorded). think
+//     keeps it, since there it is the argument.
+//   - An agent `message` action is a text-only response. `finish` is a call
+//     that never gets an observation, so the response is incomplete and a
+//     boundary can never lie beyond it (the replayed agent would stop there).
+//   - Not model responses: `system`, `recall`, `change_agent_state` and
+//     condenser actions, user and environment events, and an `error`
+//     observation without a cause (a response whose tool call failed
+//     validation: it has no action to replay).
+//   - Observation.Content is the observation's `content` (its `message` when
+//     there is none); IsError for error / user_rejected observations and for
+//     commands with a non-zero exit code (-1 = still running or timed out).
+//   - 2024-era flat events (fields beside "action", no id, no cause) decode,
+//     pairing each action with the observation right after it, but cannot be
+//     written as a prefix: today's ReplayManager does not load them.
+package openhands
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// Sub-formats reported in Trajectory.Format.
+const (
+	FormatEvents           = "v0-events"             // a JSON array of events
+	FormatEvalOutput       = "v0-eval-output"        // one output.jsonl line with history
+	FormatLegacyEvents     = "v0-legacy-events"      // 2024 flat events (no args/extras)
+	FormatLegacyEvalOutput = "v0-legacy-eval-output" // the same inside output.jsonl
+)
+
+// Native action types the replay re-executes. OpenHands' own runtime runs
+// them again through ReplayManager, so what counts is what that runtime can
+// reproduce without a model or a browser.
+const (
+	ActionRun     = "run"
+	ActionRead    = "read"
+	ActionEdit    = "edit"
+	ActionWrite   = "write"
+	ActionThink   = "think"
+	ActionIPython = "run_ipython"
+)
+
+type format struct{}
+
+// Format is the OpenHands V0 trajectory format.
+var Format trajectory.Format = format{}
+
+// New returns the OpenHands V0 trajectory format.
+func New() trajectory.Format { return format{} }
+
+func (format) Agent() string     { return trajectory.OpenHands }
+func (format) PrefixExt() string { return "json" }
+
+// Detect claims V0 event arrays, output.jsonl lines with a history, and the
+// V1 files Decode refuses (so the user gets that explanation rather than
+// "unknown format"). gjson finds keys in a truncated head as long as they
+// come before the cut.
+func (format) Detect(head []byte) bool {
+	head = bytes.TrimLeft(head, " \t\r\n\ufeff")
+	if len(head) == 0 {
+		return false
+	}
+	switch head[0] {
+	case '[':
+		first := gjson.GetBytes(head, "0")
+		if first.Exists() && !first.IsObject() {
+			return false
+		}
+		if gjson.GetBytes(head, "0.role").Exists() {
+			return false // a chat message list (mini-swe-agent)
+		}
+		return isV0Event(head, "0.") || isV1Event(head, "0.")
+	case '{':
+		line := head
+		if i := bytes.IndexByte(line, '\n'); i >= 0 && isV1Event(line[:i], "") {
+			return true
+		}
+		if isV1Event(head, "") || isV1BaseState(head) {
+			return true
+		}
+		// One V0 event file from sessions/<sid>/events/, refused by Decode.
+		if gjson.GetBytes(head, "id").Type == gjson.Number && isV0Event(head, "") &&
+			!gjson.GetBytes(head, "type").Exists() {
+			return true
+		}
+		// An evaluation output.jsonl line: instance metadata, then history.
+		return bytes.Contains(head, []byte(`"history"`)) && bytes.Contains(head, []byte(`"instruction"`)) &&
+			(bytes.Contains(head, []byte(`"action"`)) || bytes.Contains(head, []byte(`"observation"`)))
+	}
+	return false
+}
+
+func isV0Event(head []byte, prefix string) bool {
+	if gjson.GetBytes(head, prefix+"role").Exists() {
+		return false
+	}
+	a, o := gjson.GetBytes(head, prefix+"action"), gjson.GetBytes(head, prefix+"observation")
+	if a.Type == gjson.String || o.Type == gjson.String {
+		return true
+	}
+	// The first event may be longer than the head (a system prompt); its
+	// leading keys still say what it is.
+	src := gjson.GetBytes(head, prefix+"source").Str
+	return gjson.GetBytes(head, prefix+"id").Type == gjson.Number && (src == "user" || src == "agent" || src == "environment")
+}
+
+func isV1Event(head []byte, prefix string) bool {
+	kind := gjson.GetBytes(head, prefix+"kind").Str
+	src := gjson.GetBytes(head, prefix+"source").Str
+	return gjson.GetBytes(head, prefix+"id").Type == gjson.String && kind != "" &&
+		(src == "user" || src == "agent" || src == "environment")
+}
+
+func isV1BaseState(head []byte) bool {
+	return gjson.GetBytes(head, "execution_status").Exists() && gjson.GetBytes(head, "agent.llm").Exists()
+}
+
+// ReplayTools lists the action types the replay re-executes.
+func (format) ReplayTools() []string {
+	return []string{ActionRun, ActionRead, ActionEdit, ActionWrite, ActionThink, ActionIPython}
+}
+
+// CheckReplayable accepts the action types OpenHands' runtime re-executes
+// deterministically. run_ipython is accepted: CodeActAgent's runtime starts
+// the Jupyter plugin and ReplayManager replays cells in order, so kernel state
+// carries over as it did.
+func (format) CheckReplayable(call *trajectory.ToolCall) error {
+	switch call.Name {
+	case ActionRun, ActionRead, ActionWrite, ActionThink, ActionIPython:
+		return nil
+	case ActionEdit:
+		if gjson.GetBytes(call.Arguments, "impl_source").Str == "llm_based_edit" {
+			return fmt.Errorf("an LLM-based edit asks a draft-editor model to apply the change, so its result is not reproducible")
+		}
+		return nil
+	case "browse", "browse_interactive":
+		return fmt.Errorf("browsing needs OpenHands' browser, which the replay runs without, and a live web page")
+	case "call_tool_mcp":
+		return fmt.Errorf("MCP tools run on an external server the replay cannot reproduce")
+	case "delegate":
+		return fmt.Errorf("delegation starts a sub-agent, which needs a model")
+	case "finish", "reject":
+		return fmt.Errorf("%s ends the episode; choose an earlier step", call.Name)
+	}
+	return fmt.Errorf("OpenHands action %q is not one the replay re-executes (%s)", call.Name,
+		strings.Join(format{}.ReplayTools(), ", "))
+}
+
+// PrefixModelTurns counts the model responses up to and including step
+// afterStep's.
+func (format) PrefixModelTurns(t *trajectory.Trajectory, afterStep int) int {
+	return t.ActionIndex(afterStep) + 1
+}

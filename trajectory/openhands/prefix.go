@@ -1,0 +1,132 @@
+package openhands
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// WritePrefix writes a replay trajectory for OpenHands' ReplayManager: a JSON
+// array of the source events up to and including the last observation of
+// step afterStep, whatever the source was (array or output.jsonl line).
+//
+// Events are copied byte for byte, with the source's own separators (so a
+// Python indent=2 export stays indent=2), except two kinds the controller
+// creates by itself when a session starts and when a user message arrives:
+// the `system` action (load_replay_log also requires the first non-
+// environment event to be the user's message) and `recall` actions with
+// their observations. Replaying those would duplicate them.
+func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajectory.Trajectory, afterStep int) error {
+	if err := trajectory.CheckBoundary(t, afterStep); err != nil {
+		return err
+	}
+	if t.Format == FormatLegacyEvents || t.Format == FormatLegacyEvalOutput {
+		return &trajectory.Error{Kind: trajectory.Unsupported,
+			Msg:  "2024-era flat OpenHands events (no args/extras) cannot be loaded by the current ReplayManager",
+			Hint: "re-run the task with an OpenHands version that writes V0 events with args/extras"}
+	}
+	a, _ := t.Step(afterStep)
+	last := a.Locator.Last
+
+	d := newDoc(io.NewSectionReader(src, 0, size))
+	tok, err := d.dec.Token()
+	if err != nil {
+		return d.fail(err, "start of file")
+	}
+	if tok == json.Delim('{') {
+		if err := seekHistory(d); err != nil {
+			return err
+		}
+	} else if tok != json.Delim('[') {
+		return trajectory.Errorf(1, "expected a JSON array of events, found %s", tokenKind(tok))
+	}
+	open := d.dec.InputOffset() // just past '['
+
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var (
+		prevEnd = open
+		kept    int
+		multi   bool // the source puts elements on their own lines
+		dropped = map[int64]bool{}
+		first   = true
+	)
+	for i := 0; i <= last; i++ {
+		if !d.dec.More() {
+			return trajectory.Errorf(0, "the file changed since it was decoded: event %d is missing", i)
+		}
+		raw, line, start, err := d.raw("event")
+		if err != nil {
+			return err
+		}
+		sep := make([]byte, start-prevEnd)
+		if _, err := src.ReadAt(sep, prevEnd); err != nil {
+			return err
+		}
+		prevEnd = start + int64(len(raw))
+		ev := gjson.ParseBytes(raw)
+		act, obs := ev.Get("action").String(), ev.Get("observation").String()
+		if act == "system" || act == "recall" {
+			dropped[ev.Get("id").Int()] = true
+			continue
+		}
+		if obs != "" && ev.Get("cause").Exists() && dropped[ev.Get("cause").Int()] {
+			continue
+		}
+		if first && ev.Get("source").String() != "environment" && obs == "" {
+			first = false
+			if act != "message" || ev.Get("source").String() != "user" {
+				return trajectory.Errorf(line, "event %d: an OpenHands replay must start with the user's task message, not %q from %q",
+					i, act, ev.Get("source").String())
+			}
+		}
+		if kept == 0 {
+			// Whitespace between '[' and the first element.
+			ws := make([]byte, 0, len(sep))
+			for _, c := range sep {
+				if c == ' ' || c == '\t' || c == '\n' || c == '\r' {
+					ws = append(ws, c)
+				}
+			}
+			multi = len(ws) > 0
+			bw.WriteByte('[')
+			bw.Write(ws)
+		} else {
+			bw.Write(sep)
+		}
+		bw.Write(raw)
+		kept++
+	}
+	if first {
+		return trajectory.Errorf(0, "the prefix has no user message for OpenHands to start from")
+	}
+	if multi {
+		bw.WriteByte('\n')
+	}
+	bw.WriteString("]\n")
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing the OpenHands prefix: %w", err)
+	}
+	return nil
+}
+
+// seekHistory moves d to just inside the history array of an instance.
+func seekHistory(d *doc) error {
+	for d.dec.More() {
+		k, err := d.key("top-level object")
+		if err != nil {
+			return err
+		}
+		if k == "history" {
+			return d.delim('[', "history")
+		}
+		if _, _, _, err := d.raw(k); err != nil {
+			return err
+		}
+	}
+	return trajectory.Errorf(1, "no \"history\" in the instance")
+}
