@@ -1,0 +1,66 @@
+package trajectory
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"time"
+)
+
+// Replayer is implemented by formats whose prefix pvisor re-executes itself
+// (claude-code, codex, opencode, pi). The engine drives it: one ToolSession
+// per replay, Execute for each call of steps 1..N in order, then Rebuild.
+type Replayer interface {
+	// NewToolSession starts the tool state of one replay: the shell's
+	// working directory, live exec sessions, background processes. The
+	// session owns every process it starts; Close ends them all.
+	NewToolSession(env ToolEnv) (ToolSession, error)
+	// Rebuild writes the native session up to the boundary with each
+	// observation of steps 1..afterStep replaced by its fresh one, and the
+	// agent's structured result fields updated or removed, so nothing
+	// stale remains. Every other byte stays as it was.
+	Rebuild(w io.Writer, src io.ReaderAt, size int64, t *Trajectory, afterStep int, fresh map[string]Fresh) error
+}
+
+// ToolEnv is what a tool session needs from the engine.
+type ToolEnv struct {
+	// Workspace is where the tools run now; OriginalCwd is the directory
+	// the agent ran in when it recorded the session ("" when unknown).
+	// Paths under OriginalCwd in call arguments are mapped to Workspace.
+	Workspace   string
+	OriginalCwd string
+	// Env is the environment tools run with (already filtered).
+	Env []string
+	// LogDir receives the full output of each call (logs/historical-tools).
+	LogDir string
+	// DefaultTimeout applies when a call carries no timeout of its own
+	// and the agent has no default; 0 means the agent's own default.
+	DefaultTimeout time.Duration
+}
+
+// ToolSession re-executes native calls with one agent's semantics.
+type ToolSession interface {
+	// Execute runs one call and returns its fresh observation in the
+	// agent's native shape. A tool that fails the way it failed for the
+	// agent (non-zero exit, file not found) is a Fresh with IsError, not an
+	// error: err is only for failures of pvisor itself (could not start a
+	// process, could not write a log), which make the replay ambiguous.
+	Execute(ctx context.Context, step int, call *ToolCall) (Fresh, error)
+	Close() error
+}
+
+// Fresh is one re-executed call's result.
+type Fresh struct {
+	// Content is the model-visible text, exactly as the agent would have
+	// recorded it (compared against Observation.Content).
+	Content string
+	IsError bool
+	// Native is the format's own replacement for the result record's
+	// structured fields (e.g. Claude's toolUseResult); nil removes them.
+	Native json.RawMessage
+	// ExitCode is the shell's exit status, when the call ran a process.
+	ExitCode *int
+	Duration time.Duration
+	// LogPath is where the full output was kept, "" when nothing was run.
+	LogPath string
+}
