@@ -25,8 +25,11 @@ type Trajectory struct {
 	Agent     string
 	Version   string // agent version recorded in the file, "" when the format has none
 	SessionID string
-	Format    string // the native sub-format, e.g. "session-jsonl", "run-events", "mini-swe-agent-1.1"
-	Actions   []Action
+	// Cwd is the working directory the agent recorded, "" when the format
+	// does not record one.
+	Cwd     string
+	Format  string // the native sub-format, e.g. "session-jsonl", "run-events", "mini-swe-agent-1.1"
+	Actions []Action
 	// TornTail is set when the file's final line had no trailing newline and
 	// could not be parsed; it was ignored, as agents that were killed mid-write
 	// leave exactly that behind.
