@@ -64,8 +64,11 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.req.Validate(); err != nil {
 		return err
 	}
-	if r.req.Mode != PrepareOnly {
-		return fail(result.ConfigurationError, "%s mode is not available in this build yet: only --prepare-only runs end to end", r.req.Mode)
+	if r.req.Mode == Continue {
+		return fail(result.ConfigurationError, "continuing the agent is not available in this build yet; use --replay-only or --prepare-only")
+	}
+	if r.needsOverlay() {
+		return r.runIsolated(ctx)
 	}
 	plan, err := BuildPlan(r.req)
 	if err != nil {
@@ -96,7 +99,24 @@ func (r *run) execute(ctx context.Context) error {
 	}); err != nil {
 		return fail(result.InternalError, "journal: %v", err)
 	}
-	return r.prepare(ctx)
+	if err := r.writePlan(); err != nil {
+		return err
+	}
+	r.res.SetPhase(result.PhasePrepared)
+	r.res.Quality = result.QualityVerified
+	if r.req.Mode == ReplayOnly {
+		if err := r.replayPrefix(ctx); err != nil {
+			return err
+		}
+	}
+	if len(plan.Stale) > 0 {
+		r.res.Quality = result.QualityDegraded
+	}
+	if err := r.journal.Append(result.EventRunFinished, map[string]any{"status": *r.res.Phase}); err != nil {
+		return fail(result.InternalError, "journal: %v", err)
+	}
+	r.writeOutputs()
+	return nil
 }
 
 func (r *run) checkBudget() error {

@@ -103,6 +103,8 @@ func OpenTrajectory(path string) (*os.File, int64, error) {
 // BuildPlan decodes the trajectory with the named agent's format, checks the
 // boundary and the prefix tools, and builds the manifest.
 func BuildPlan(req *Request) (*Plan, error) {
+	// Only a replay compares observations; a plan needs just their shape.
+	opts := trajectory.Options{SkipObservationContent: req.Mode == PrepareOnly}
 	format, ok := lookupFormat(req.Agent)
 	if !ok {
 		return nil, fail(result.ConfigurationError, "unknown agent %q (supported: %s)", req.Agent, strings.Join(agentNames(), ", "))
@@ -127,7 +129,7 @@ func BuildPlan(req *Request) (*Plan, error) {
 	// One pass: the decoder reads through a hashing tee; whatever it did not
 	// read (it stops at a torn tail or an error) is hashed afterwards.
 	hr := &hashingReader{r: io.NewSectionReader(f, 0, size), h: sha256.New()}
-	t, err := format.Decode(hr, trajectory.Options{SkipObservationContent: true})
+	t, err := format.Decode(hr, opts)
 	if err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -11,8 +10,8 @@ import (
 	"github.com/pvisor/pvisor/result"
 )
 
-// prepare writes the plan and the native prefix; no tool and no agent runs.
-func (r *run) prepare(ctx context.Context) error {
+// writePlan writes the manifest and the native prefix; it runs nothing.
+func (r *run) writePlan() error {
 	p := r.plan
 	manifest := filepath.Join(r.outputDir, "manifest.json")
 	if err := result.WriteJSON(manifest, p.Manifest); err != nil {
@@ -43,9 +42,7 @@ func (r *run) prepare(ctx context.Context) error {
 		return fail(result.InternalError, "journal: %v", err)
 	}
 
-	r.res.SetPhase(result.PhasePrepared)
-	r.res.Quality = result.QualityVerified
-	r.res.Metadata["replay_only_execution"] = false
+	r.res.Metadata["replay_only_execution"] = r.req.Mode == ReplayOnly
 	if sid := p.Trajectory.SessionID; sid != "" {
 		r.res.Metadata["native_session_id"] = sid
 	}
@@ -53,16 +50,11 @@ func (r *run) prepare(ctx context.Context) error {
 		r.res.Metadata["torn_tail"] = map[string]any{"line": tt.Line, "offset": tt.Offset, "bytes": tt.Bytes}
 	}
 	if len(p.Stale) > 0 {
-		r.res.Quality = result.QualityDegraded
 		var stale []map[string]any
 		for _, s := range p.Stale {
 			stale = append(stale, map[string]any{"step": s.Step, "call_id": s.Call.ID, "tool": s.Call.Name, "reason": s.Reason})
 		}
 		r.res.Metadata["stale_observations"] = stale
 	}
-	if err := r.journal.Append(result.EventRunFinished, map[string]any{"status": "prepared"}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
-	}
-	r.writeOutputs()
 	return nil
 }

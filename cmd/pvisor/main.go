@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/pvisor/pvisor/overlay"
+	"github.com/pvisor/pvisor/replay"
 )
 
 const usage = `pvisor replays AI coding agents' native sessions.
@@ -29,6 +32,10 @@ Run 'pvisor COMMAND --help' for the flags of a command.
 `
 
 func main() {
+	if overlay.IsChild() {
+		// A re-executed copy of pvisor inside an overlay's namespaces.
+		overlay.ChildMain(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) })
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -43,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdInspect(args[1:], stdout, stderr)
 	case "replay":
 		return cmdReplay(args[1:], stdout, stderr)
+	case replay.ChildCommand:
+		return cmdReplayChild(stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "pvisor", version)
 		return 0

@@ -60,6 +60,20 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	return result.ExitCode(res.Failure)
 }
 
+// cmdReplayChild is the overlay worker: the same replay, inside the merged view.
+func cmdReplayChild(stdout, stderr io.Writer) int {
+	req, err := replay.ChildRequest()
+	if err != nil {
+		fmt.Fprintf(stderr, "pvisor: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res := replay.Run(ctx, req)
+	stdout.Write(res.Line())
+	return result.ExitCode(res.Failure)
+}
+
 // parseReplayArgs turns flags, or a --config file, into a request. On an
 // error the request still carries whatever was parsed, for the result.
 func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {

@@ -1,0 +1,62 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// enterLoopbackNetns moves the calling goroutine's thread into a fresh network
+// namespace whose only interface is lo, brought up. Listeners the goroutine opens
+// afterwards and processes it starts live in that namespace, so the fake model and
+// the CLI can talk over 127.0.0.1 while nothing can leave the machine.
+//
+// The thread stays locked and is never handed back: when the (sub)test goroutine
+// ends, the runtime destroys it instead of reusing a thread in a foreign namespace.
+// Threads the runtime creates meanwhile come from its template thread, not this one.
+func enterLoopbackNetns(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the CLIs run in a private network namespace (unshare CLONE_NEWNET)")
+	}
+	runtime.LockOSThread()
+	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+		t.Fatalf("unshare network namespace: %v (run as root on Linux, outside a seccomp profile that blocks unshare)", err)
+	}
+	if err := loopbackUp(); err != nil {
+		t.Fatal(err)
+	}
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Fatalf("list interfaces in the new namespace: %v", err)
+	}
+	if len(ifs) != 1 || ifs[0].Name != "lo" || ifs[0].Flags&net.FlagUp == 0 {
+		t.Fatalf("namespace is not loopback-only: %v", ifs)
+	}
+}
+
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket for lo: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("read lo flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("bring lo up: %w", err)
+	}
+	return nil
+}

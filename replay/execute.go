@@ -1,0 +1,249 @@
+package replay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// CallComparison is one entry of observation-comparison.json.
+type CallComparison struct {
+	Step            int    `json:"step"`
+	CallID          string `json:"call_id"`
+	Tool            string `json:"tool"`
+	Exact           bool   `json:"exact"`
+	Stale           bool   `json:"stale,omitempty"`
+	OriginalIsError bool   `json:"original_is_error"`
+	ReplayedIsError bool   `json:"replayed_is_error"`
+	Diff            string `json:"diff,omitempty"`
+}
+
+// Summary is replay-summary.json.
+type Summary struct {
+	Agent                  string         `json:"agent"`
+	AfterStep              int            `json:"after_step"`
+	ReplayedToolCalls      int            `json:"replayed_tool_calls"`
+	StaleToolCalls         int            `json:"stale_tool_calls"`
+	ExactObservations      int            `json:"exact_observations"`
+	DifferentObservations  int            `json:"different_observations"`
+	ComparisonIsGating     bool           `json:"comparison_is_gating"`
+	ContinuationStatus     string         `json:"continuation_status"`
+	ContinuedSteps         int            `json:"continued_steps"`
+	BoundaryUserPrompt     map[string]any `json:"boundary_user_prompt"`
+	ReconstructedSessionSH string         `json:"reconstructed_session_sha256,omitempty"`
+}
+
+// replayPrefix re-runs the calls of steps 1..N, rebuilds the native session
+// with the fresh observations and compares them with the recorded ones.
+func (r *run) replayPrefix(ctx context.Context) error {
+	p := r.plan
+	rp, ok := p.Format.(trajectory.Replayer)
+	if !ok {
+		return fail(result.UnsupportedAgent, "%s: re-running the prefix is not supported for this agent yet; use --prepare-only", p.Format.Agent())
+	}
+	workspace, err := r.workspace()
+	if err != nil {
+		return err
+	}
+	logDir := filepath.Join(r.outputDir, "logs", "historical-tools")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		return fail(result.WorkspaceError, "logs: %v", err)
+	}
+	sess, err := rp.NewToolSession(trajectory.ToolEnv{
+		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Env: r.toolEnv(), LogDir: logDir,
+	})
+	if err != nil {
+		return fail(result.ExecutorError, "starting the %s tool session: %v", p.Format.Agent(), err)
+	}
+	defer sess.Close()
+
+	stale := map[string]bool{}
+	for _, s := range p.Stale {
+		stale[s.Call.ID] = true
+	}
+	fresh := map[string]trajectory.Fresh{}
+	var comps []CallComparison
+	for _, a := range p.Trajectory.Steps() {
+		if a.Step > r.req.AfterStep {
+			break
+		}
+		for i := range a.Calls {
+			c := &a.Calls[i]
+			orig := c.Observation
+			var f trajectory.Fresh
+			if stale[c.ID] {
+				f = trajectory.Fresh{Content: orig.Content, IsError: orig.IsError}
+			} else {
+				if f, err = r.executeCall(ctx, sess, a.Step, c); err != nil {
+					return err
+				}
+			}
+			fresh[c.ID] = f
+			comp := CallComparison{Step: a.Step, CallID: c.ID, Tool: c.Name, Stale: stale[c.ID],
+				OriginalIsError: orig.IsError, ReplayedIsError: f.IsError}
+			comp.Exact = !comp.Stale && orig.Content == f.Content && orig.IsError == f.IsError
+			if orig.Content != f.Content {
+				comp.Diff = result.UnifiedDiff("original/"+c.ID, "replayed/"+c.ID, orig.Content, f.Content, 3)
+			}
+			comps = append(comps, comp)
+		}
+	}
+	if comps == nil {
+		comps = []CallComparison{}
+	}
+	if err := r.writeJSONArtifact("observation-comparison.json", "observation_comparison", "sandbox-playback/comparison-v1", comps); err != nil {
+		return err
+	}
+	sum, err := r.rebuild(rp, fresh)
+	if err != nil {
+		return err
+	}
+	r.res.SetPhase(result.PhaseReplayed)
+	r.res.ReplayedToolCalls = len(fresh) - len(p.Stale)
+	r.res.Quality = result.QualityVerified
+	if len(p.Stale) > 0 {
+		r.res.Quality = result.QualityDegraded
+	}
+	summary := Summary{Agent: p.Format.Agent(), AfterStep: r.req.AfterStep, ReplayedToolCalls: r.res.ReplayedToolCalls,
+		StaleToolCalls: len(p.Stale), ContinuationStatus: "not_started", ReconstructedSessionSH: sum,
+		BoundaryUserPrompt: r.res.Metadata["boundary_user_prompt"].(map[string]any)}
+	for _, c := range comps {
+		if c.Exact {
+			summary.ExactObservations++
+		} else {
+			summary.DifferentObservations++
+		}
+	}
+	return r.writeJSONArtifact("replay-summary.json", "replay_summary", "sandbox-playback/summary-v1", summary)
+}
+
+// executeCall runs one call between its journal records. A pvisor failure
+// leaves tool_started without a finish on purpose: the workspace may have
+// been changed halfway, and the state dir must not be trusted again.
+func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step int, c *trajectory.ToolCall) (trajectory.Fresh, error) {
+	if err := r.journal.Append(result.EventToolStarted, map[string]any{"batch": step, "call_id": c.ID, "tool": c.Name}); err != nil {
+		return trajectory.Fresh{}, fail(result.InternalError, "journal: %v", err)
+	}
+	f, err := sess.Execute(ctx, step, c)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return f, fail(result.AmbiguousExecution, "step %d: %s call %s was interrupted: %v", step, c.Name, c.ID, err)
+		}
+		return f, fail(result.ExecutorError, "step %d: %s call %s: %v", step, c.Name, c.ID, err)
+	}
+	fin := map[string]any{"batch": step, "call_id": c.ID, "is_error": f.IsError, "duration_ms": f.Duration.Milliseconds()}
+	if f.ExitCode != nil {
+		fin["return_code"] = *f.ExitCode
+	}
+	if err := r.journal.Append(result.EventToolFinished, fin); err != nil {
+		return f, fail(result.InternalError, "journal: %v", err)
+	}
+	return f, nil
+}
+
+// rebuild writes the native session with the fresh observations.
+func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh) (string, error) {
+	p := r.plan
+	src, err := os.Open(r.req.Trajectory)
+	if err != nil {
+		return "", fail(result.TrajectoryError, "trajectory %s: %v", r.req.Trajectory, err)
+	}
+	defer src.Close()
+	var sb strings.Builder
+	if err := rp.Rebuild(&sb, src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh); err != nil {
+		return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), err)
+	}
+	nativeDir := filepath.Join(r.outputDir, "native")
+	if err := os.MkdirAll(nativeDir, 0o700); err != nil {
+		return "", fail(result.WorkspaceError, "native dir: %v", err)
+	}
+	path := filepath.Join(nativeDir, "reconstructed-session."+p.Format.PrefixExt())
+	if err := result.WriteFile(path, []byte(sb.String())); err != nil {
+		return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
+	}
+	r.artifact("native_reconstructed_session", p.Format.Agent()+"/native-"+p.Format.PrefixExt(), path)
+	h := sha256.Sum256([]byte(sb.String()))
+	sum := hex.EncodeToString(h[:])
+	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"sha256": sum}); err != nil {
+		return "", fail(result.InternalError, "journal: %v", err)
+	}
+	return sum, nil
+}
+
+func (r *run) writeJSONArtifact(name, role, format string, v any) error {
+	path := filepath.Join(r.outputDir, name)
+	if err := result.WriteJSON(path, v); err != nil {
+		return fail(result.WorkspaceError, "%s: %v", name, err)
+	}
+	r.artifact(role, format, path)
+	return nil
+}
+
+// workspace is where tools run: --workspace, or the current directory.
+func (r *run) workspace() (string, error) {
+	ws := r.req.Workspace
+	if ws == "" {
+		var err error
+		if ws, err = os.Getwd(); err != nil {
+			return "", fail(result.WorkspaceError, "current directory: %v", err)
+		}
+	}
+	abs, err := filepath.Abs(ws)
+	if err != nil {
+		return "", fail(result.WorkspaceError, "workspace %s: %v", ws, err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil || !st.IsDir() {
+		return "", fail(result.WorkspaceError, "workspace %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+// secretMarkers are substrings of variable names never handed to tools
+// unless the user passes them by name.
+var secretMarkers = []string{"API_KEY", "TOKEN", "SECRET", "AUTHORIZATION", "PASSWORD"}
+
+// toolEnv is the environment re-run tools see: with --inherit-env this
+// process's environment minus credentials, otherwise a small fixed base;
+// --pass-env names are added from this process either way.
+func (r *run) toolEnv() []string {
+	var env []string
+	if r.req.Run.InheritEnv {
+		for _, kv := range os.Environ() {
+			name, _, _ := strings.Cut(kv, "=")
+			if !isSecretName(name) {
+				env = append(env, kv)
+			}
+		}
+	} else {
+		for _, name := range []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL"} {
+			if v, ok := os.LookupEnv(name); ok {
+				env = append(env, name+"="+v)
+			}
+		}
+	}
+	for _, name := range r.req.Run.PassEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, fmt.Sprintf("%s=%s", name, v))
+		}
+	}
+	return env
+}
+
+func isSecretName(name string) bool {
+	up := strings.ToUpper(name)
+	for _, m := range secretMarkers {
+		if strings.Contains(up, m) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pvisor/pvisor/overlay"
+	"github.com/pvisor/pvisor/result"
+)
+
+// ChildCommand is the hidden subcommand the overlay worker runs; the request
+// travels in ChildRequestEnv, never on disk, because it may hold the
+// boundary prompt, whose text must never be stored.
+const (
+	ChildCommand    = "__replay-in-overlay"
+	ChildRequestEnv = "PVISOR_REPLAY_REQUEST"
+)
+
+// ChildRequest reads and removes the request the parent handed over.
+func ChildRequest() (*Request, error) {
+	raw, ok := os.LookupEnv(ChildRequestEnv)
+	if !ok {
+		return nil, errors.New(ChildCommand + " is internal to pvisor replay --overlayfs-path")
+	}
+	os.Unsetenv(ChildRequestEnv)
+	var req Request
+	if err := json.Unmarshal([]byte(raw), &req); err != nil {
+		return nil, err
+	}
+	return &req, nil
+}
+
+// needsOverlay reports whether this process must hand the run to an overlay
+// worker: an overlay was asked for, tools will run, and we are not the worker.
+func (r *run) needsOverlay() bool {
+	return r.req.Overlay.Path != "" && r.req.Mode != PrepareOnly && !overlay.InNamespace()
+}
+
+// runIsolated runs the whole replay again inside a private mount namespace
+// with the overlay over the workspace, then commits the upper layer as asked
+// and reports the changes on the worker's result.
+func (r *run) runIsolated(ctx context.Context) error {
+	ws, err := filepath.Abs(r.req.Overlay.Path)
+	if err != nil {
+		return configErr("--overlayfs-path: %v", err)
+	}
+	if r.req.Workspace == "" {
+		r.req.Workspace = ws
+	}
+	if w, _ := filepath.Abs(r.req.Workspace); w != ws && !strings.HasPrefix(w, ws+string(filepath.Separator)) {
+		return configErr("--workspace %s is outside --overlayfs-path %s: the tools would write past the overlay", w, ws)
+	}
+	mode, err := overlay.ParseCommitMode(r.req.Overlay.Commit)
+	if err != nil {
+		return configErr("%v", err)
+	}
+	cfg := overlay.Config{Path: ws, Compose: r.req.Overlay.Compose, Commit: mode}
+	stateRoot, err := filepath.Abs(orDefault(r.req.StateRoot, DefaultStateRoot))
+	if err != nil {
+		return configErr("--state-dir: %v", err)
+	}
+	layout := overlay.NewLayout(filepath.Join(stateRoot, r.req.RunID, "overlay"))
+	if _, err := overlay.Preflight(cfg, layout); err != nil {
+		return fail(result.WorkspaceError, "%v", err)
+	}
+	raw, err := json.Marshal(r.req)
+	if err != nil {
+		return fail(result.InternalError, "request: %v", err)
+	}
+	env := append(os.Environ(), ChildRequestEnv+"="+string(raw))
+	var stdout bytes.Buffer
+	exit, runErr := overlay.Run(ctx, cfg, layout, overlay.Options{
+		Args: []string{"pvisor", ChildCommand}, Env: env, Stdout: &stdout, Stderr: os.Stderr,
+	})
+	report, commitErr := overlay.Commit(cfg, layout)
+
+	// The worker's result is the run's result; the overlay adds to it.
+	var child result.Result
+	if line := bytes.TrimSpace(stdout.Bytes()); len(line) > 0 && json.Unmarshal(lastLine(line), &child) == nil && child.SchemaVersion != "" {
+		*r.res = child
+		r.outputDir = deref(child.OutputDir)
+	}
+	meta := map[string]any{"path": ws, "commit": string(mode), "changes": report.Changes}
+	if report.Upper != "" {
+		meta["upper"] = report.Upper
+	}
+	r.res.Metadata["overlayfs"] = meta
+	switch {
+	case runErr != nil && r.res.Failure == nil:
+		return fail(result.WorkspaceError, "%v", runErr)
+	case r.res.Failure == nil && exit.Code != 0:
+		return fail(result.InternalError, "overlay worker ended with status %d and no result", exit.Code)
+	case commitErr != nil:
+		return fail(result.WorkspaceError, "overlayfs %s: %v (the changes are still in %s)", mode, commitErr, layout.Upper)
+	}
+	if r.outputDir != "" {
+		r.writeOutputs()
+	}
+	return nil
+}
+
+func lastLine(b []byte) []byte {
+	if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+		return b[i+1:]
+	}
+	return b
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
