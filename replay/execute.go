@@ -165,11 +165,11 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	if err := os.MkdirAll(nativeDir, 0o700); err != nil {
 		return "", fail(result.WorkspaceError, "native dir: %v", err)
 	}
-	path := filepath.Join(nativeDir, "reconstructed-session."+p.Format.PrefixExt())
+	path := filepath.Join(nativeDir, "reconstructed-session."+trajectory.PrefixExt(p.Format, p.Trajectory))
 	if err := result.WriteFile(path, []byte(sb.String())); err != nil {
 		return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
 	}
-	r.artifact("native_reconstructed_session", p.Format.Agent()+"/native-"+p.Format.PrefixExt(), path)
+	r.artifact("native_reconstructed_session", p.Format.Agent()+"/native-"+trajectory.PrefixExt(p.Format, p.Trajectory), path)
 	h := sha256.Sum256([]byte(sb.String()))
 	sum := hex.EncodeToString(h[:])
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"sha256": sum}); err != nil {

@@ -199,4 +199,4 @@ func decodeFailure(path string, err error) error {
 }
 
 func lookupFormat(name string) (trajectory.Format, bool) { return agents.Lookup(name) }
-func agentNames() []string                                { return agents.Names() }
+func agentNames() []string                               { return agents.Names() }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory"
 )
 
 // writePlan writes the manifest and the native prefix; it runs nothing.
@@ -32,11 +33,11 @@ func (r *run) writePlan() error {
 	if err := p.Format.WritePrefix(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep); err != nil {
 		return decodeFailure(r.req.Trajectory, err)
 	}
-	prefix := filepath.Join(nativeDir, "prepared-prefix."+p.Format.PrefixExt())
+	prefix := filepath.Join(nativeDir, "prepared-prefix."+trajectory.PrefixExt(p.Format, p.Trajectory))
 	if err := result.WriteFile(prefix, buf.Bytes()); err != nil {
 		return fail(result.WorkspaceError, "prepared prefix: %v", err)
 	}
-	r.artifact("native_prepared_prefix", p.Format.Agent()+"/native-"+p.Format.PrefixExt(), prefix)
+	r.artifact("native_prepared_prefix", p.Format.Agent()+"/native-"+trajectory.PrefixExt(p.Format, p.Trajectory), prefix)
 	sum := sha256.Sum256(buf.Bytes())
 	if err := r.journal.Append(result.EventSessionPrepared, map[string]any{"sha256": hex.EncodeToString(sum[:])}); err != nil {
 		return fail(result.InternalError, "journal: %v", err)

@@ -151,3 +151,13 @@ type StaleCall struct {
 func (s StaleCall) Error() string {
 	return fmt.Sprintf("step %d: tool %q (call %s) cannot be replayed: %s", s.Step, s.Call.Name, s.Call.ID, s.Reason)
 }
+
+// PrefixExt is the extension of the native files written for t: formats
+// whose sub-formats differ (an OpenCode export is JSON, its event stream
+// JSONL) say so per trajectory through a PrefixExtFor method.
+func PrefixExt(f Format, t *Trajectory) string {
+	if x, ok := f.(interface{ PrefixExtFor(*Trajectory) string }); ok {
+		return x.PrefixExtFor(t)
+	}
+	return f.PrefixExt()
+}

@@ -23,7 +23,6 @@ type agentSpec struct {
 	pkg      string
 	protocol fakemodel.Protocol
 	script   fakemodel.Script // "{CWD}" is the repo path
-	stdin    []byte           // nil: no stdin (/dev/null)
 	// configure writes the CLI's config files under r.home and returns its env.
 	configure func(t *testing.T, r *run) map[string]string
 	args      func(r *run) []string

@@ -5,8 +5,10 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,8 +47,8 @@ func recordAgent(t *testing.T, a *agentSpec) {
 	r.startFake(t)
 	env := a.configure(t, r)
 	r.env = r.baseEnv()
-	for k, v := range env {
-		r.env = append(r.env, k+"="+v)
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		r.env = append(r.env, k+"="+env[k])
 	}
 	r.argv = append([]string{r.bin}, a.args(r)...)
 
@@ -58,7 +60,7 @@ func recordAgent(t *testing.T, a *agentSpec) {
 	}
 	verOut = append(verOut, verErr...) // pi prints its version on stderr
 	start := time.Now()
-	r.stdout, r.stderr, err = r.exec(ctx, a.stdin, r.argv...)
+	r.stdout, r.stderr, err = r.exec(ctx, nil, r.argv...) // stdin /dev/null: codex exec reads it otherwise
 	r.took = time.Since(start)
 	t.Logf("%s (%s) ran in %.2fs", a.name, firstLine(verOut), r.took.Seconds())
 	if err != nil {

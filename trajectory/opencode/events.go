@@ -1,0 +1,128 @@
+package opencode
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/jsonl"
+)
+
+// decodeEvents reads `opencode run --format json` stdout. The CLI prints a
+// part once it is final, so tool_use lines normally carry completed or error
+// states; earlier states are merged by callID in case a wrapper logged them.
+func decodeEvents(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+	b := newBuilder(opts)
+	b.t.Format = SubFormatRunEvents
+	var (
+		session    string
+		sessLine   int
+		stepMsgID  string
+		recognized int
+	)
+	jr := jsonl.NewReader(r)
+	for jr.Next() {
+		ln := jr.Line()
+		rec := gjson.Parse(view(ln.Data))
+		typ := rec.Get("type")
+		if !typ.Exists() && isBusEvent(ln.Data) || typ.Type == gjson.String && strings.Contains(typ.Str, ".") && rec.Get("properties").Exists() {
+			return nil, &trajectory.Error{Kind: trajectory.Unsupported, Line: ln.N,
+				Msg:  fmt.Sprintf("this is a capture of the OpenCode server's /event bus (%s), not a session", clip(busType(rec))),
+				Hint: "replay `opencode run --format json` output or an `opencode export <session id>` document of the same session"}
+		}
+		if typ.Type != gjson.String {
+			return nil, trajectory.Errorf(ln.N, "record has no string \"type\"; not an `opencode run --format json` event")
+		}
+		if !runEventTypes[typ.Str] {
+			// Forward compatibility: newer CLIs may print more kinds.
+			continue
+		}
+		recognized++
+		part := rec.Get("part")
+		sid := rec.Get("sessionID").Str
+		if sid == "" {
+			sid = part.Get("sessionID").Str
+		}
+		if sid != "" {
+			if session == "" {
+				session, sessLine = strings.Clone(sid), ln.N
+			} else if sid != session {
+				return nil, &trajectory.Error{Kind: trajectory.Malformed, Line: ln.N,
+					Msg: fmt.Sprintf("event of session %s, but line %d began session %s: the file holds several runs",
+						clip(sid), sessLine, clip(session)),
+					Hint: fmt.Sprintf("split it by session, e.g. jq -c 'select(.sessionID==\"%s\")'", session)}
+			}
+		}
+		loc := trajectory.Locator{Unit: "line", First: ln.N, Last: ln.N, StartByte: ln.Offset, EndByte: ln.End}
+		if typ.Str == "error" {
+			// A session error ends the step it interrupted; the step keeps
+			// what it had, and the error is not part of it.
+			b.close()
+			continue
+		}
+		if !part.IsObject() {
+			return nil, trajectory.Errorf(ln.N, "%s event has no part object", typ.Str)
+		}
+		wantPart := partOf[typ.Str]
+		if pt := part.Get("type").Str; pt != wantPart {
+			return nil, trajectory.Errorf(ln.N, "%s event carries a part of type %q, want %q", typ.Str, clip(pt), wantPart)
+		}
+		msgID := part.Get("messageID").Str
+		if typ.Str == "step_start" {
+			b.open(loc)
+			stepMsgID = strings.Clone(msgID)
+			continue
+		}
+		if !b.isOpen() {
+			return nil, &trajectory.Error{Kind: trajectory.Malformed, Line: ln.N,
+				Msg:  fmt.Sprintf("%s event outside a step (no step_start before it)", typ.Str),
+				Hint: "the file must be the complete stdout of `opencode run --format json`"}
+		}
+		if msgID != "" && stepMsgID != "" && msgID != stepMsgID {
+			return nil, trajectory.Errorf(ln.N, "%s event belongs to message %s, but the open step is message %s (missing step_finish?)",
+				typ.Str, clip(msgID), clip(stepMsgID))
+		}
+		switch typ.Str {
+		case "text":
+			b.addText(part, false, loc)
+		case "reasoning":
+			b.addText(part, true, loc)
+		case "tool_use":
+			if msg := b.addTool(part, loc); msg != "" {
+				return nil, trajectory.Errorf(ln.N, "%s", msg)
+			}
+		case "step_finish":
+			b.extend(loc)
+			b.close()
+		}
+	}
+	if err := jr.Err(); err != nil {
+		return nil, err
+	}
+	if recognized == 0 {
+		return nil, &trajectory.Error{Kind: trajectory.Malformed, Line: 1,
+			Msg:  "no OpenCode run events (step_start, text, reasoning, tool_use, step_finish, error)",
+			Hint: "expected `opencode run --format json` output or an `opencode export` document"}
+	}
+	b.close()
+	t := b.t
+	t.SessionID = session
+	t.TornTail = jr.Torn()
+	t.Lines = jr.Lines()
+	t.NumberSteps()
+	return t, nil
+}
+
+// partOf is the part type each run event carries.
+var partOf = map[string]string{"step_start": "step-start", "step_finish": "step-finish",
+	"text": "text", "reasoning": "reasoning", "tool_use": "tool"}
+
+func busType(rec gjson.Result) string {
+	if t := rec.Get("event.type").Str; t != "" {
+		return t
+	}
+	return rec.Get("type").Str
+}

@@ -1,0 +1,194 @@
+package opencode
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// builder turns the parts of one step into an Action. Both sub-formats feed
+// it the same part objects, so the rules live in one place.
+type builder struct {
+	t    *trajectory.Trajectory
+	opts trajectory.Options
+	cur  int // index in t.Actions of the open step, -1 when none is open
+	// Text parts are kept apart until the step closes because a part can be
+	// reported again with the same id (its final text replaces the first).
+	texts, reasons []piece
+	calls          map[string]int // callID → index in the open step's Calls
+	// fixedLoc keeps the Action locator as opened: an export locates a step
+	// by its message while parts are located by their index.
+	fixedLoc bool
+}
+
+type piece struct{ id, text string }
+
+func newBuilder(opts trajectory.Options) *builder {
+	return &builder{t: &trajectory.Trajectory{Agent: trajectory.OpenCode}, opts: opts, cur: -1,
+		calls: map[string]int{}}
+}
+
+func (b *builder) open(loc trajectory.Locator) {
+	b.close()
+	b.t.Actions = append(b.t.Actions, trajectory.Action{Locator: loc})
+	b.cur = len(b.t.Actions) - 1
+}
+
+func (b *builder) isOpen() bool { return b.cur >= 0 }
+
+// close joins the step's text parts with "\n", in part order.
+func (b *builder) close() {
+	if b.cur < 0 {
+		return
+	}
+	a := &b.t.Actions[b.cur]
+	a.Text = join(b.texts)
+	a.Reasoning = join(b.reasons)
+	b.texts, b.reasons = b.texts[:0], b.reasons[:0]
+	clear(b.calls)
+	b.cur = -1
+}
+
+func join(ps []piece) string {
+	switch len(ps) {
+	case 0:
+		return ""
+	case 1:
+		return ps[0].text
+	}
+	var sb strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			sb.WriteByte('\n')
+		}
+		sb.WriteString(p.text)
+	}
+	return sb.String()
+}
+
+func (b *builder) extend(loc trajectory.Locator) {
+	if b.fixedLoc {
+		return
+	}
+	a := &b.t.Actions[b.cur]
+	a.Locator = a.Locator.Extend(loc)
+}
+
+// addText records a text or reasoning part of the open step.
+func (b *builder) addText(part gjson.Result, reasoning bool, loc trajectory.Locator) {
+	id := part.Get("id").Str
+	txt := part.Get("text").Str
+	list := &b.texts
+	if reasoning {
+		list = &b.reasons
+	}
+	b.extend(loc)
+	if id != "" {
+		for i := range *list {
+			if (*list)[i].id == id {
+				(*list)[i].text = strings.Clone(txt)
+				return
+			}
+		}
+	}
+	*list = append(*list, piece{id: strings.Clone(id), text: strings.Clone(txt)})
+}
+
+// addTool records a tool part of the open step. Repeated reports of one
+// callID (its state changes) merge into one call: the latest non-empty
+// input wins and a completed/error state supplies the observation. It
+// returns a description of what is wrong, "" when the part is fine.
+func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
+	// One pass per level: state.output (and metadata.output, a copy of it)
+	// can be long, and separate lookups would scan it again each time.
+	var callID, name, state gjson.Result
+	part.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "callID":
+			callID = v
+		case "tool":
+			name = v
+		case "state":
+			state = v
+		}
+		return true
+	})
+	if callID.Type != gjson.String || callID.Str == "" {
+		return "tool part has no callID"
+	}
+	id := callID.Str
+	if name.Type != gjson.String || name.Str == "" {
+		return fmt.Sprintf("tool part %s has no tool name", clip(id))
+	}
+	if !state.IsObject() {
+		return fmt.Sprintf("tool part %s (%s) has no state object", clip(id), clip(name.Str))
+	}
+	var status, input, output, errText gjson.Result
+	state.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "status":
+			status = v
+		case "input":
+			input = v
+		case "output":
+			output = v
+		case "error":
+			errText = v
+		}
+		return true
+	})
+	if input.Exists() && input.Type != gjson.Null && !input.IsObject() {
+		return fmt.Sprintf("tool part %s (%s): state.input is not an object", clip(id), clip(name.Str))
+	}
+	var obs *trajectory.Observation
+	switch status := status.Str; status {
+	case "pending", "running":
+	case "completed":
+		obs = &trajectory.Observation{}
+		if !b.opts.SkipObservationContent {
+			obs.Content = text(output)
+		}
+	case "error":
+		obs = &trajectory.Observation{IsError: true}
+		if !b.opts.SkipObservationContent {
+			obs.Content = text(errText)
+		}
+	default:
+		return fmt.Sprintf("tool part %s (%s) has unknown state.status %q (want pending, running, completed or error)",
+			clip(id), clip(name.Str), clip(status))
+	}
+	if obs != nil {
+		obs.Locator = loc
+	}
+	b.extend(loc)
+	a := &b.t.Actions[b.cur]
+	if i, ok := b.calls[id]; ok {
+		c := &a.Calls[i]
+		if c.Name != name.Str {
+			return fmt.Sprintf("tool part %s changes its tool from %q to %q", clip(id), clip(c.Name), clip(name.Str))
+		}
+		if input.IsObject() && strings.TrimSpace(input.Raw) != "{}" {
+			c.Arguments = rawJSON(input)
+		}
+		c.Locator = c.Locator.Extend(loc)
+		if obs != nil {
+			if c.Observation != nil {
+				obs.Locator = c.Observation.Locator.Extend(loc)
+			}
+			c.Observation = obs
+		}
+		return ""
+	}
+	args := json.RawMessage(`{}`)
+	if input.IsObject() {
+		args = rawJSON(input)
+	}
+	b.calls[strings.Clone(id)] = len(a.Calls)
+	a.Calls = append(a.Calls, trajectory.ToolCall{ID: strings.Clone(id), Name: strings.Clone(name.Str),
+		Arguments: args, Observation: obs, Locator: loc})
+	return ""
+}

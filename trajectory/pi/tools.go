@@ -1,0 +1,62 @@
+package pi
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// replayTools are pi's built-in tools: read, bash, edit and write by
+// default, grep, find and ls when enabled (--tools). Argument names are
+// those of the built-in schemas (path, command, oldText/newText, …).
+var replayTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
+
+// required lists the string arguments each tool cannot run without;
+// content/newText may be empty.
+var required = map[string][]string{
+	"read":  {"path"},
+	"bash":  {"command"},
+	"write": {"path", "content"},
+	"grep":  {"pattern"},
+	"find":  {"pattern"},
+}
+
+func (format) ReplayTools() []string { return append([]string(nil), replayTools...) }
+
+func (format) CheckReplayable(call *trajectory.ToolCall) error {
+	known := false
+	for _, t := range replayTools {
+		if t == call.Name {
+			known = true
+			break
+		}
+	}
+	if !known {
+		return fmt.Errorf("%q is not one of pi's built-in tools (%s); extension and custom tools are not available to the replay",
+			call.Name, strings.Join(replayTools, ", "))
+	}
+	args := gjson.ParseBytes(call.Arguments)
+	if !args.IsObject() {
+		return errors.New("its arguments are not a JSON object")
+	}
+	for _, k := range required[call.Name] {
+		v := args.Get(k)
+		if v.Type != gjson.String || (k != "content" && v.Str == "") {
+			return fmt.Errorf("argument %q is missing or not a string", k)
+		}
+	}
+	if call.Name == "edit" {
+		// The schema is {path, oldText, newText}; newText may be empty.
+		if p := args.Get("path"); p.Type != gjson.String || p.Str == "" {
+			return errors.New("argument \"path\" is missing or not a string")
+		}
+		if args.Get("oldText").Type != gjson.String || args.Get("newText").Type != gjson.String {
+			return errors.New("arguments \"oldText\" and \"newText\" must both be strings")
+		}
+	}
+	return nil
+}
