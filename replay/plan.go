@@ -198,5 +198,9 @@ func decodeFailure(path string, err error) error {
 	return fail(result.TrajectoryError, "trajectory %s: %v", path, err)
 }
 
-func lookupFormat(name string) (trajectory.Format, bool) { return agents.Lookup(name) }
-func agentNames() []string                               { return agents.Names() }
+// lookupFormat and agentNames are variables so engine tests can add a
+// format of their own next to the real ones.
+var (
+	lookupFormat = agents.Lookup
+	agentNames   = agents.Names
+)

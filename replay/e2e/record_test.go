@@ -111,7 +111,7 @@ func recordAgent(t *testing.T, a *agentSpec) {
 		Script: a.script, Requests: kinds, ToolCalls: calls,
 		RunSeconds: float64(r.took.Milliseconds()) / 1000, RecordedAt: time.Now().UTC().Format(time.RFC3339),
 	}
-	out := t.TempDir()
+	out := filepath.Join(t.TempDir(), a.name)
 	if *record {
 		out = filepath.Join(projectRoot(t), "testdata", "e2e", "sessions", a.name)
 		if err := os.RemoveAll(out); err != nil {
