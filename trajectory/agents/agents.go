@@ -9,10 +9,23 @@ import (
 	"strings"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/claude"
+	"github.com/pvisor/pvisor/trajectory/codex"
+	"github.com/pvisor/pvisor/trajectory/miniswe"
+	"github.com/pvisor/pvisor/trajectory/opencode"
+	"github.com/pvisor/pvisor/trajectory/openhands"
+	"github.com/pvisor/pvisor/trajectory/pi"
 )
 
 // all is in the order detection tries them.
-var all = []trajectory.Format{}
+var all = []trajectory.Format{
+	claude.New(),
+	codex.New(),
+	opencode.New(),
+	pi.New(),
+	openhands.New(),
+	miniswe.New(),
+}
 
 // All returns every supported format.
 func All() []trajectory.Format { return all }

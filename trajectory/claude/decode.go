@@ -1,0 +1,508 @@
+package claude
+
+import (
+	"io"
+	"strings"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/jsonl"
+)
+
+// The decoder makes one pass over the file and keeps, per main-thread entry,
+// a fixed-size record plus the model-visible content of assistant entries
+// (and of tool results unless SkipObservationContent). The active chain is
+// only known once the last entry has been read, so dead branches cost their
+// records and assistant content but never their raw bytes, their
+// toolUseResult copies, or anything of sidechain and metadata lines.
+
+const (
+	kindOther uint8 = iota
+	kindUser
+	kindAssistant
+)
+
+const (
+	flagLogical   uint8 = 1 << iota // parent taken from logicalParentUuid (compaction)
+	flagResults                     // user entry carrying tool_result blocks
+	flagSynthetic                   // assistant entry written by the CLI, not the model
+	flagOnChain
+	flagUsed // assistant fragment already assigned to an action
+)
+
+// entry is the compact record kept for every main-thread entry.
+type entry struct {
+	start, end int64
+	line       int32
+	parent     int32 // uuid id of the parent, -1 at a root
+	msg        int32 // interned message.id, -1 when absent
+	data       int32 // first index into blocks (assistant) or results (user)
+	ndata      int32
+	uuid       int32
+	version    uint16 // interned, 0 = none
+	session    uint16
+	kind       uint8
+	flags      uint8
+}
+
+const (
+	blockText uint8 = iota
+	blockThinking
+	blockToolUse
+)
+
+type block struct {
+	kind  uint8
+	text  string // text, thinking, or the tool_use id
+	name  string
+	input []byte
+}
+
+type result struct {
+	toolUseID string
+	content   string
+	isError   bool
+}
+
+type decoder struct {
+	opts    trajectory.Options
+	ids     idTable
+	entryOf []int32 // uuid id -> entry index, -1 when only referenced
+	entries []entry
+	blocks  []block
+	results []result
+
+	msgIDs   map[string]int32
+	msgNames []string
+
+	versions strTable
+	sessions strTable
+
+	leaf int32 // last main user/assistant entry
+
+	// Sidechain entries are skipped; these describe them for the error
+	// that refuses a subagent transcript.
+	sideLines   int
+	sideAgent   string
+	sideSession string
+
+	buf []byte // the current line, for ownership checks
+}
+
+// Decode reads a Claude Code session JSONL file.
+func (f *Format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+	d := &decoder{
+		opts:   opts,
+		ids:    newIDTable(),
+		msgIDs: make(map[string]int32),
+		leaf:   -1,
+	}
+	d.versions.init()
+	d.sessions.init()
+	jr := jsonl.NewReader(r)
+	for jr.Next() {
+		if err := d.line(jr.Line()); err != nil {
+			return nil, err
+		}
+	}
+	if err := jr.Err(); err != nil {
+		return nil, err
+	}
+	t, err := d.build()
+	if err != nil {
+		return nil, err
+	}
+	t.Lines = jr.Lines()
+	t.TornTail = jr.Torn()
+	return t, nil
+}
+
+// keep returns s detached from the line buffer: gjson hands back
+// substrings of the (reused) line for unescaped values and fresh strings
+// for escaped ones, and only the former need a copy.
+func (d *decoder) keep(s string) string {
+	if len(s) == 0 || len(d.buf) == 0 {
+		return s
+	}
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(d.buf)))
+	if p >= base && p < base+uintptr(len(d.buf)) {
+		return strings.Clone(s)
+	}
+	return s
+}
+
+func (d *decoder) line(l jsonl.Line) error {
+	d.buf = l.Data
+	// The line is only read while it is current; anything kept goes
+	// through keep, so aliasing the buffer avoids copying every line.
+	s := unsafe.String(unsafe.SliceData(l.Data), len(l.Data))
+	var typ, uuid, parent, logical, sess, ver, msg, agent, sideKey gjson.Result
+	apiErr := false
+	gjson.Parse(s).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "type":
+			typ = v
+		case "uuid":
+			uuid = v
+		case "parentUuid":
+			parent = v
+		case "logicalParentUuid":
+			logical = v
+		case "isSidechain":
+			sideKey = v
+		case "sessionId":
+			sess = v
+		case "version":
+			ver = v
+		case "message":
+			msg = v
+		case "isApiErrorMessage":
+			apiErr = v.Type == gjson.True
+		case "agentId":
+			agent = v
+		}
+		// Stop as soon as the rest of the line cannot matter: a sidechain
+		// entry is only counted, and a tool result's user entry ends with
+		// toolUseResult, a second and often larger copy of the result.
+		if sideKey.Type == gjson.True {
+			return !(sess.Exists() && (agent.Exists() || d.sideLines > 0))
+		}
+		return !(typ.Str == "user" && uuid.Exists() && msg.Exists() && parent.Type == gjson.String &&
+			sideKey.Exists() && sess.Exists() && ver.Exists())
+	})
+	side := sideKey.Type == gjson.True
+	line := l.N
+	kind := kindOther
+	switch typ.Str {
+	case "user":
+		kind = kindUser
+	case "assistant":
+		kind = kindAssistant
+	}
+	if side {
+		if d.sideLines == 0 {
+			d.sideAgent = d.keep(agent.Str)
+			d.sideSession = d.keep(sess.Str)
+		}
+		d.sideLines++
+		return nil
+	}
+	if uuid.Type == gjson.Null {
+		if kind != kindOther {
+			return trajectory.Errorf(line, "%s entry has no uuid", typ.Str)
+		}
+		return nil // metadata line (summary, file-history-snapshot, ...)
+	}
+	if uuid.Type != gjson.String || uuid.Str == "" {
+		return trajectory.Errorf(line, "uuid is not a non-empty string")
+	}
+	e := entry{start: l.Offset, end: l.End, line: int32(line), parent: -1, msg: -1, kind: kind}
+	e.uuid = d.ids.intern(uuid.Str)
+	d.grow(e.uuid)
+	if prev := d.entryOf[e.uuid]; prev >= 0 {
+		return trajectory.Errorf(line, "duplicate uuid %s (first used at line %d)", uuid.Str, d.entries[prev].line)
+	}
+	switch {
+	case parent.Type == gjson.String && parent.Str != "":
+		e.parent = d.ids.intern(parent.Str)
+	case parent.Type != gjson.Null && parent.Type != gjson.String:
+		return trajectory.Errorf(line, "parentUuid is neither a string nor null")
+	case logical.Type == gjson.String && logical.Str != "":
+		// Compaction restarts the chain with parentUuid null; following
+		// the logical parent keeps the earlier history, whose side
+		// effects the replay must reproduce.
+		e.parent = d.ids.intern(logical.Str)
+		e.flags |= flagLogical
+	}
+	d.grow(e.parent)
+	if ver.Type == gjson.String {
+		e.version = d.versions.intern(ver.Str)
+	}
+	if sess.Type == gjson.String {
+		e.session = d.sessions.intern(sess.Str)
+	}
+	var err error
+	switch kind {
+	case kindAssistant:
+		err = d.assistant(&e, msg, apiErr)
+	case kindUser:
+		err = d.user(&e, msg)
+	}
+	if err != nil {
+		return err
+	}
+	d.entryOf[e.uuid] = int32(len(d.entries))
+	if kind != kindOther {
+		d.leaf = int32(len(d.entries))
+	}
+	d.entries = append(d.entries, e)
+	return nil
+}
+
+func (d *decoder) grow(id int32) {
+	for int(id) >= len(d.entryOf) {
+		d.entryOf = append(d.entryOf, -1)
+	}
+}
+
+func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
+	var content gjson.Result
+	synthetic := apiErr
+	msg.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			if v.Type == gjson.String && v.Str != "" {
+				e.msg = d.internMsg(v.Str)
+			}
+		case "model":
+			// The CLI writes "<synthetic>" assistant entries itself (API
+			// errors, "No response requested."): no model turn happened.
+			synthetic = synthetic || v.Str == "<synthetic>"
+		case "content":
+			content = v
+		}
+		return true
+	})
+	if synthetic {
+		e.flags |= flagSynthetic
+	}
+	e.data = int32(len(d.blocks))
+	if content.Type == gjson.String {
+		d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(content.Str)})
+	}
+	var err error
+	content.ForEach(func(_, b gjson.Result) bool {
+		if !b.IsObject() {
+			return true
+		}
+		var typ, text, thinking, id, name, input gjson.Result
+		b.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+				typ = v
+			case "text":
+				text = v
+			case "thinking":
+				thinking = v
+			case "id":
+				id = v
+			case "name":
+				name = v
+			case "input":
+				input = v
+			}
+			return true
+		})
+		switch typ.Str {
+		case "text":
+			d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(text.Str)})
+		case "thinking":
+			d.blocks = append(d.blocks, block{kind: blockThinking, text: d.keep(thinking.Str)})
+		case "tool_use":
+			if id.Type != gjson.String || id.Str == "" {
+				err = trajectory.Errorf(int(e.line), "tool_use block has no id")
+				return false
+			}
+			if name.Type != gjson.String || name.Str == "" {
+				err = trajectory.Errorf(int(e.line), "tool_use %s has no name", id.Str)
+				return false
+			}
+			raw := input.Raw
+			if !input.Exists() {
+				raw = "{}"
+			}
+			d.blocks = append(d.blocks, block{kind: blockToolUse, text: d.keep(id.Str),
+				name: d.keep(name.Str), input: []byte(raw)})
+		}
+		// redacted_thinking, server_tool_use and other blocks are not
+		// client tool calls and carry no visible text.
+		return true
+	})
+	e.ndata = int32(len(d.blocks)) - e.data
+	return err
+}
+
+func (d *decoder) user(e *entry, msg gjson.Result) error {
+	content := msg.Get("content")
+	if !content.IsArray() {
+		return nil
+	}
+	e.data = int32(len(d.results))
+	var err error
+	content.ForEach(func(_, b gjson.Result) bool {
+		// Get skips values without unescaping them, so a large result
+		// content costs nothing when it is not wanted.
+		if !b.IsObject() || b.Get("type").Str != "tool_result" {
+			return true
+		}
+		id := b.Get("tool_use_id")
+		if id.Type != gjson.String || id.Str == "" {
+			err = trajectory.Errorf(int(e.line), "tool_result block has no tool_use_id")
+			return false
+		}
+		r := result{toolUseID: d.keep(id.Str), isError: b.Get("is_error").Type == gjson.True}
+		if !d.opts.SkipObservationContent {
+			r.content = d.keep(resultText(b.Get("content")))
+		}
+		d.results = append(d.results, r)
+		return true
+	})
+	e.ndata = int32(len(d.results)) - e.data
+	if e.ndata > 0 {
+		e.flags |= flagResults
+	}
+	return err
+}
+
+// resultText is the model-visible text of a tool_result content: the string
+// itself, or the text blocks of a block array joined with "\n" (images and
+// other non-text blocks have no text form and are left out).
+func resultText(c gjson.Result) string {
+	if c.Type == gjson.String {
+		return c.Str
+	}
+	if !c.IsArray() {
+		return ""
+	}
+	var parts []string
+	c.ForEach(func(_, b gjson.Result) bool {
+		if b.Get("type").Str == "text" {
+			parts = append(parts, b.Get("text").Str)
+		}
+		return true
+	})
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (d *decoder) internMsg(s string) int32 {
+	if id, ok := d.msgIDs[s]; ok {
+		return id
+	}
+	id := int32(len(d.msgNames))
+	s = d.keep(s)
+	d.msgIDs[s] = id
+	d.msgNames = append(d.msgNames, s)
+	return id
+}
+
+// idTable interns uuids. Canonical UUIDs are keyed by their 16 bytes, which
+// halves the per-entry cost of the map on large files; anything else (test
+// fixtures use ids like "u1") falls back to a string key.
+type idTable struct {
+	bin map[[16]byte]int32
+	str map[string]int32
+	n   int32
+}
+
+func newIDTable() idTable {
+	return idTable{bin: make(map[[16]byte]int32), str: make(map[string]int32)}
+}
+
+func (t *idTable) intern(s string) int32 {
+	if k, ok := parseUUID(s); ok {
+		if id, ok := t.bin[k]; ok {
+			return id
+		}
+		t.bin[k] = t.n
+	} else {
+		if id, ok := t.str[s]; ok {
+			return id
+		}
+		t.str[strings.Clone(s)] = t.n
+	}
+	t.n++
+	return t.n - 1
+}
+
+// name returns the uuid string of id; only used to word errors.
+func (t *idTable) name(id int32) string {
+	for k, v := range t.bin {
+		if v == id {
+			return formatUUID(k)
+		}
+	}
+	for k, v := range t.str {
+		if v == id {
+			return k
+		}
+	}
+	return "?"
+}
+
+func parseUUID(s string) (k [16]byte, ok bool) {
+	// Only the lower-case canonical form round-trips through formatUUID.
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return k, false
+	}
+	for j, i := 0, 0; j < 16; j, i = j+1, i+2 {
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			i++
+		}
+		hi, ok1 := unhex(s[i])
+		lo, ok2 := unhex(s[i+1])
+		if !ok1 || !ok2 {
+			return k, false
+		}
+		k[j] = hi<<4 | lo
+	}
+	return k, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+func formatUUID(k [16]byte) string {
+	const hexdig = "0123456789abcdef"
+	var b [36]byte
+	j := 0
+	for i, c := range k {
+		if i == 4 || i == 6 || i == 8 || i == 10 {
+			b[j] = '-'
+			j++
+		}
+		b[j], b[j+1] = hexdig[c>>4], hexdig[c&15]
+		j += 2
+	}
+	return string(b[:])
+}
+
+// strTable interns the few distinct version and session strings; index 0
+// means "none".
+type strTable struct {
+	idx  map[string]uint16
+	list []string
+}
+
+func (t *strTable) init() {
+	t.idx = make(map[string]uint16)
+	t.list = []string{""}
+}
+
+func (t *strTable) intern(s string) uint16 {
+	if s == "" {
+		return 0
+	}
+	if i, ok := t.idx[s]; ok {
+		return i
+	}
+	if len(t.list) >= 1<<16-1 {
+		return 0
+	}
+	s = strings.Clone(s)
+	t.idx[s] = uint16(len(t.list))
+	t.list = append(t.list, s)
+	return uint16(len(t.list) - 1)
+}
