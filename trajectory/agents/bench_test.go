@@ -23,7 +23,7 @@ const bigTarget = 100 << 20
 
 var (
 	uuidRe    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	msgIDRe   = regexp.MustCompile(`"(msg_|toolu_|call_|req_)[A-Za-z0-9]+`)
+	msgIDRe   = regexp.MustCompile(`"(msg_|toolu_|call_|req_)[A-Za-z0-9]{8,}`)
 	bigOnce   sync.Map
 	sessionRe = regexp.MustCompile(`"sessionId":"[^"]*"`)
 )

@@ -11,6 +11,11 @@ import (
 // string values (tool outputs), and this skips over plain string content
 // eight bytes at a time instead of one.
 func valid(b []byte) bool {
+	// utf8.Valid runs many bytes per step over ASCII; checking the whole
+	// line up front lets the string scanner treat non-ASCII as plain.
+	if !utf8.Valid(b) {
+		return false
+	}
 	i := skipSpace(b, 0)
 	i, ok := value(b, i, 0)
 	if !ok {
@@ -130,7 +135,8 @@ const (
 )
 
 // plain reports whether none of the eight bytes in w needs attention inside
-// a string: no quote, no backslash, no control character, no non-ASCII.
+// a string: no quote, no backslash, no control character (UTF-8 was checked
+// for the whole line already, so bytes at or above 0x80 are plain).
 // Each test is the classic "has a zero byte" bit trick; they are exact as
 // to whether such a byte exists, which is all the fast path needs.
 func plain(w uint64) bool {
@@ -139,7 +145,6 @@ func plain(w uint64) bool {
 	special := (quote - ones) & ^quote
 	special |= (slash - ones) & ^slash
 	special |= (w - ones*0x20) & ^w // bytes below 0x20
-	special |= w                    // bytes at or above 0x80
 	return special&highs == 0
 }
 
@@ -173,12 +178,6 @@ func str(b []byte, i int) (int, bool) {
 			}
 		case c < 0x20:
 			return i, false
-		case c >= utf8.RuneSelf:
-			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError && size == 1 {
-				return i, false
-			}
-			i += size
 		default:
 			i++
 		}
