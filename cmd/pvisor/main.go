@@ -17,6 +17,7 @@ Usage:
     pvisor inspect FILE [--agent A] [--json]
     pvisor replay --agent A --trajectory FILE --after-step N [--prepare-only | --replay-only] [flags]
     pvisor replay --config FILE
+    pvisor fake-model --script FILE [--addr 127.0.0.1:PORT]
     pvisor version
 
 Agents: claude-code, codex, opencode, pi, openhands, mini-swe-agent.
@@ -50,6 +51,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdInspect(args[1:], stdout, stderr)
 	case "replay":
 		return cmdReplay(args[1:], stdout, stderr)
+	case "fake-model":
+		return cmdFakeModel(args[1:], stdout, stderr)
 	case replay.ChildCommand:
 		return cmdReplayChild(stdout, stderr)
 	case "version", "--version":

@@ -28,9 +28,6 @@ type agentSpec struct {
 	args      func(r *run) []string
 	// collect finds the native session the run wrote.
 	collect func(t *testing.T, ctx context.Context, r *run) session
-	// inspect counts the tool calls in the native session and returns the
-	// results it marks as failed.
-	inspect func(native []byte) (calls int, failed []string, err error)
 }
 
 type session struct {
@@ -123,7 +120,6 @@ var claudeCode = &agentSpec{
 		return []string{"-p", taskPrompt, "--output-format", "stream-json", "--verbose",
 			"--dangerously-skip-permissions", "--tools", "Bash,Read,Write,Edit,Glob,Grep"}
 	},
-	inspect: inspectClaude,
 	collect: func(t *testing.T, ctx context.Context, r *run) session {
 		id := stdoutField(r.stdout, "type", "system", "session_id")
 		if id == "" {
@@ -186,7 +182,6 @@ stream_max_retries = 0
 	args: func(r *run) []string {
 		return []string{"exec", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", taskPrompt}
 	},
-	inspect: inspectCodex,
 	collect: func(t *testing.T, ctx context.Context, r *run) session {
 		id := stdoutField(r.stdout, "type", "thread.started", "thread_id")
 		if id == "" {
@@ -251,14 +246,13 @@ var opencode = &agentSpec{
 	args: func(r *run) []string {
 		return []string{"run", "--format", "json", taskPrompt}
 	},
-	inspect: inspectOpenCode,
 	collect: func(t *testing.T, ctx context.Context, r *run) session {
 		id := stdoutField(r.stdout, "type", "step_start", "sessionID")
 		if id == "" {
 			t.Fatalf("no sessionID in opencode's --format json output\n%s", r.diagnose())
 		}
 		// OpenCode keeps sessions in SQLite; its own export is the file form.
-		out, errOut, err := r.exec(ctx, nil, r.bin, "export", id)
+		out, errOut, err := r.exec(ctx, r.bin, "export", id)
 		if err != nil {
 			t.Fatalf("opencode export %s: %v\n%s", id, err, errOut)
 		}
@@ -314,7 +308,6 @@ var pi = &agentSpec{
 		return []string{"--mode", "json", "--provider", "fake", "--model", "fake-model",
 			"--tools", "read,bash,edit,write,grep,find,ls", taskPrompt}
 	},
-	inspect: inspectPi,
 	collect: func(t *testing.T, ctx context.Context, r *run) session {
 		id := stdoutField(r.stdout, "type", "session", "id")
 		if id == "" {

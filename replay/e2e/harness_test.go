@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pvisor/pvisor/bridge/fakemodel"
 )
 
@@ -54,6 +56,7 @@ type run struct {
 	stderr []byte
 	took   time.Duration
 	fake   *fakemodel.Server
+	config map[string]string // config files written under home, by path relative to it
 }
 
 func projectRoot(t *testing.T) string {
@@ -166,29 +169,48 @@ func (r *run) baseEnv() []string {
 }
 
 // exec runs the CLI (or a helper command of it) in the repo with the run's
-// environment, killing its whole process group on timeout. It must be called from
-// the goroutine that entered the namespace, so the child inherits it.
-func (r *run) exec(ctx context.Context, stdin []byte, argv ...string) (stdout, stderr []byte, err error) {
+// environment and stdin /dev/null (codex exec waits for stdin otherwise), in its own
+// process group, which is killed on timeout and once the command is done, so no
+// helper the CLI left behind outlives the run. It must be called from the goroutine
+// that entered the namespace, so the child inherits it.
+func (r *run) exec(ctx context.Context, argv ...string) (stdout, stderr []byte, err error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = r.repo
 	cmd.Env = r.env
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
-	err = cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	// Wait for the CLI to exit but leave it unreaped: its pid is the group id, and
+	// a zombie leader keeps that id from being reused while the group is killed.
+	var info unix.Siginfo
+	for {
+		if werr := unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil); werr != unix.EINTR {
+			break
+		}
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // ESRCH when nothing is left
+	err = cmd.Wait()
 	if ctx.Err() != nil {
 		err = fmt.Errorf("%s timed out: %w", filepath.Base(argv[0]), ctx.Err())
 	}
 	return so.Bytes(), se.Bytes(), err
 }
 
+// write creates a file under the run's root; files under home/ are the CLI's config
+// and go into the manifest.
 func (r *run) write(t *testing.T, rel, content string) {
 	t.Helper()
+	if home, ok := strings.CutPrefix(filepath.ToSlash(rel), "home/"); ok {
+		if r.config == nil {
+			r.config = map[string]string{}
+		}
+		r.config[home] = content
+	}
 	p := filepath.Join(r.root, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)

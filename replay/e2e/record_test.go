@@ -54,13 +54,13 @@ func recordAgent(t *testing.T, a *agentSpec) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
 	defer cancel()
-	verOut, verErr, err := r.exec(ctx, nil, r.bin, "--version")
+	verOut, verErr, err := r.exec(ctx, r.bin, "--version")
 	if err != nil {
 		t.Fatalf("%s --version: %v\n%s", a.bin, err, verErr)
 	}
 	verOut = append(verOut, verErr...) // pi prints its version on stderr
 	start := time.Now()
-	r.stdout, r.stderr, err = r.exec(ctx, nil, r.argv...) // stdin /dev/null: codex exec reads it otherwise
+	r.stdout, r.stderr, err = r.exec(ctx, r.argv...)
 	r.took = time.Since(start)
 	t.Logf("%s (%s) ran in %.2fs", a.name, firstLine(verOut), r.took.Seconds())
 	if err != nil {
@@ -79,7 +79,7 @@ func recordAgent(t *testing.T, a *agentSpec) {
 	}
 
 	s := a.collect(t, ctx, r)
-	calls, failed, err := a.inspect(s.data)
+	calls, failed, err := inspectors[a.name](s.data)
 	if err != nil {
 		t.Fatalf("%s native session %s: %v", a.name, s.nativePath, err)
 	}
@@ -104,7 +104,7 @@ func recordAgent(t *testing.T, a *agentSpec) {
 	}
 	m := manifest{
 		Agent: a.name, Package: a.pkg, CLIVersion: firstLine(verOut), Protocol: string(a.protocol),
-		Argv: r.argv[1:], Env: envOut, Prompt: taskPrompt, RepoPath: r.repo, HomePath: r.home,
+		Argv: r.argv[1:], Env: envOut, Config: r.config, Prompt: taskPrompt, RepoPath: r.repo, HomePath: r.home,
 		SessionID: s.id, NativePath: s.nativePath,
 		Files: map[string]string{"session": s.name, "stdout": "stdout.jsonl", "initial_repo": "repo.tar.gz",
 			"requests": "requests.jsonl.gz"},

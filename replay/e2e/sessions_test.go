@@ -33,7 +33,8 @@ type manifest struct {
 	CLIVersion string            `json:"cli_version"` // what `--version` printed
 	Protocol   string            `json:"protocol"`
 	Argv       []string          `json:"argv"`
-	Env        map[string]string `json:"env"` // the CLI's whole environment, API key redacted
+	Env        map[string]string `json:"env"`              // the CLI's whole environment, API key redacted
+	Config     map[string]string `json:"config,omitempty"` // config files the test wrote, by path under home_path
 	Prompt     string            `json:"prompt"`
 	RepoPath   string            `json:"repo_path"`
 	HomePath   string            `json:"home_path"`
@@ -145,22 +146,27 @@ func inspectOpenCode(native []byte) (int, []string, error) {
 
 // inspectPi counts toolCall blocks and collects toolResults marked isError.
 func inspectPi(native []byte) (int, []string, error) {
+	n := 0
 	var failed []string
-	n, err := countJSONL(native, "", func(l gjson.Result) bool {
+	_, err := countJSONL(native, "", func(l gjson.Result) bool {
 		m := l.Get("message")
 		if m.Get("role").String() == "toolResult" && m.Get("isError").Bool() {
 			failed = append(failed, m.Get("content").Raw)
 		}
+		m.Get("content").ForEach(func(_, b gjson.Result) bool {
+			if b.Get("type").String() == "toolCall" {
+				n++
+			}
+			return true
+		})
 		return false
 	})
-	if err != nil {
-		return 0, nil, err
-	}
-	n, err = countJSONL(native, "message.content", func(b gjson.Result) bool { return b.Get("type").String() == "toolCall" })
 	return n, failed, err
 }
 
-var inspectors = map[string]func([]byte) (int, []string, error){
+// inspectors count the tool calls in an agent's native session and return the
+// results it marks as failed.
+var inspectors = map[string]func(native []byte) (calls int, failed []string, err error){
 	"claude-code": inspectClaude, "codex": inspectCodex, "opencode": inspectOpenCode, "pi": inspectPi,
 }
 
