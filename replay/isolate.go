@@ -64,7 +64,7 @@ func (r *run) runIsolated(ctx context.Context) error {
 	if err != nil {
 		return configErr("--state-dir: %v", err)
 	}
-	layout := overlay.NewLayout(filepath.Join(stateRoot, r.req.RunID, "overlay"))
+	layout := overlay.NewLayout(filepath.Join(stateRoot, r.req.RunID))
 	if _, err := overlay.Preflight(cfg, layout); err != nil {
 		return fail(result.WorkspaceError, "%v", err)
 	}
