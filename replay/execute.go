@@ -16,10 +16,13 @@ import (
 
 // CallComparison is one entry of observation-comparison.json.
 type CallComparison struct {
-	Step            int    `json:"step"`
-	CallID          string `json:"call_id"`
-	Tool            string `json:"tool"`
-	Exact           bool   `json:"exact"`
+	Step   int    `json:"step"`
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	Exact  bool   `json:"exact"`
+	// NormalizedExact is set for formats with run-to-run fields (see
+	// trajectory.Normalizer): equal once those are masked.
+	NormalizedExact *bool  `json:"normalized_exact,omitempty"`
 	Stale           bool   `json:"stale,omitempty"`
 	OriginalIsError bool   `json:"original_is_error"`
 	ReplayedIsError bool   `json:"replayed_is_error"`
@@ -58,7 +61,7 @@ func (r *run) replayPrefix(ctx context.Context) error {
 		return fail(result.WorkspaceError, "logs: %v", err)
 	}
 	sess, err := rp.NewToolSession(trajectory.ToolEnv{
-		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Env: r.toolEnv(), LogDir: logDir,
+		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Version: p.Trajectory.Version, Env: r.toolEnv(), LogDir: logDir,
 	})
 	if err != nil {
 		return fail(result.ExecutorError, "starting the %s tool session: %v", p.Format.Agent(), err)
@@ -80,7 +83,7 @@ func (r *run) replayPrefix(ctx context.Context) error {
 			orig := c.Observation
 			var f trajectory.Fresh
 			if stale[c.ID] {
-				f = trajectory.Fresh{Content: orig.Content, IsError: orig.IsError}
+				f = trajectory.Fresh{Content: orig.Content, IsError: orig.IsError, Reused: true}
 			} else {
 				if f, err = r.executeCall(ctx, sess, a.Step, c); err != nil {
 					return err
@@ -90,6 +93,10 @@ func (r *run) replayPrefix(ctx context.Context) error {
 			comp := CallComparison{Step: a.Step, CallID: c.ID, Tool: c.Name, Stale: stale[c.ID],
 				OriginalIsError: orig.IsError, ReplayedIsError: f.IsError}
 			comp.Exact = !comp.Stale && orig.Content == f.Content && orig.IsError == f.IsError
+			if n, ok := p.Format.(trajectory.Normalizer); ok && !comp.Stale {
+				eq := n.NormalizeObservation(orig.Content) == n.NormalizeObservation(f.Content) && orig.IsError == f.IsError
+				comp.NormalizedExact = &eq
+			}
 			if orig.Content != f.Content {
 				comp.Diff = result.UnifiedDiff("original/"+c.ID, "replayed/"+c.ID, orig.Content, f.Content, 3)
 			}

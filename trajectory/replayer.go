@@ -29,6 +29,9 @@ type ToolEnv struct {
 	// Paths under OriginalCwd in call arguments are mapped to Workspace.
 	Workspace   string
 	OriginalCwd string
+	// Version is the agent version the session was recorded with
+	// (Trajectory.Version): result shapes change between versions.
+	Version string
 	// Env is the environment tools run with (already filtered).
 	Env []string
 	// LogDir receives the full output of each call (logs/historical-tools).
@@ -63,4 +66,16 @@ type Fresh struct {
 	Duration time.Duration
 	// LogPath is where the full output was kept, "" when nothing was run.
 	LogPath string
+	// Reused marks a recorded observation kept because the call could not
+	// be re-run (--allow-stale-observations): Rebuild keeps its record as
+	// it was, structured fields included.
+	Reused bool
+}
+
+// Normalizer is implemented by formats whose results carry fields that
+// differ on every run however faithful the replay (a random chunk id, a
+// measured wall time). The comparison reports exactness on the raw text and,
+// separately, on the normalised text.
+type Normalizer interface {
+	NormalizeObservation(content string) string
 }

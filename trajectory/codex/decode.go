@@ -129,7 +129,15 @@ func (d *decoder) line(l jsonl.Line) error {
 			"turn_aborted", "token_count", "context_compacted", "error":
 			d.newResp = true
 		}
-	case "turn_context", "compacted", "inter_agent_communication":
+	case "turn_context":
+		d.newResp = true
+		if d.t.Cwd == "" {
+			// session_meta always has it in the corpus; turn_context too.
+			if cwd := p.Get("payload.cwd"); cwd.Type == gjson.String {
+				d.t.Cwd = keep(cwd)
+			}
+		}
+	case "compacted", "inter_agent_communication":
 		d.newResp = true
 	}
 	// Unknown kinds from newer CLIs (world_state, …) are skipped.
@@ -215,6 +223,9 @@ func (d *decoder) sessionMeta(l jsonl.Line, p rec, first bool) error {
 	}
 	d.t.SessionID = keep(id)
 	d.t.Version = keep(p.Get("payload.cli_version"))
+	if cwd := p.Get("payload.cwd"); cwd.Type == gjson.String {
+		d.t.Cwd = keep(cwd)
+	}
 	return nil
 }
 
@@ -421,9 +432,14 @@ func outputContent(o gjson.Result) (string, bool) {
 }
 
 // failurePrefixes start the plain-text outputs codex-rs writes when it could
-// not run a call at all (its payload's success:false is not stored).
+// not run a call at all (its payload's success:false is not stored). Besides
+// the corpus ones: codex 0.171's "exec_command failed: CreateProcess …",
+// "apply_patch verification failed: …", "patch rejected: empty patch",
+// "unsupported call: update_plan" and argument parse errors, and 0.40's
+// "error: <patch verification error>".
 var failurePrefixes = []string{"failed in sandbox ", "execution error: ", "exec command rejected by user",
-	"patch rejected by user", "write_stdin failed: "}
+	"patch rejected by user", "write_stdin failed: ", "exec_command failed: ", "apply_patch verification failed: ",
+	"patch rejected: ", "unsupported call: ", "failed to parse function arguments: ", "error: "}
 
 // rawFailed reads the failure Codex reports inside an output string, given
 // as its JSON literal: the 0.40 wrapper's metadata.exit_code, the "Process

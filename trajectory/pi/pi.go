@@ -106,6 +106,7 @@ type header struct {
 	present bool
 	version int // 1 when absent
 	id      string
+	cwd     string
 }
 
 // Decode reads the first line to learn what the file is, then hands the
@@ -161,6 +162,9 @@ func readHeader(rec gjson.Result, line int) (header, error) {
 		return h, trajectory.Errorf(line, "session header has no id")
 	}
 	h.id = strings.Clone(id.Str)
+	if cwd := rec.Get("cwd"); cwd.Type == gjson.String {
+		h.cwd = strings.Clone(cwd.Str)
+	}
 	if v := rec.Get("version"); v.Exists() {
 		if v.Type != gjson.Number || v.Num != float64(int(v.Num)) || v.Num < 1 {
 			return h, trajectory.Errorf(line, "session header version %s is not a positive integer", clip(v.Raw))
@@ -189,7 +193,7 @@ func newTrajectory(h header, sub string) *trajectory.Trajectory {
 	// No pi file records the CLI version (checked: v1 and v3 headers, entries
 	// and --mode json events), so Version stays empty; the file format
 	// version is in Format.
-	return &trajectory.Trajectory{Agent: trajectory.Pi, SessionID: h.id, Format: sub}
+	return &trajectory.Trajectory{Agent: trajectory.Pi, SessionID: h.id, Cwd: h.cwd, Format: sub}
 }
 
 // WritePrefix copies the original bytes through the boundary's last record:

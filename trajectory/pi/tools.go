@@ -50,12 +50,32 @@ func (format) CheckReplayable(call *trajectory.ToolCall) error {
 		}
 	}
 	if call.Name == "edit" {
-		// The schema is {path, oldText, newText}; newText may be empty.
-		if p := args.Get("path"); p.Type != gjson.String || p.Str == "" {
-			return errors.New("argument \"path\" is missing or not a string")
-		}
-		if args.Get("oldText").Type != gjson.String || args.Get("newText").Type != gjson.String {
-			return errors.New("arguments \"oldText\" and \"newText\" must both be strings")
+		return checkEdit(args)
+	}
+	return nil
+}
+
+// checkEdit accepts both edit schemas: {path, edits:[{oldText, newText}]}
+// (pi ≥ 0.6x, edits possibly sent as a JSON string) and the older
+// {path, oldText, newText}; newText may be empty.
+func checkEdit(args gjson.Result) error {
+	if p := args.Get("path"); p.Type != gjson.String || p.Str == "" {
+		return errors.New("argument \"path\" is missing or not a string")
+	}
+	legacy := args.Get("oldText").Type == gjson.String && args.Get("newText").Type == gjson.String
+	edits := args.Get("edits")
+	if edits.Type == gjson.String {
+		edits = gjson.Parse(edits.Str)
+	}
+	if !edits.Exists() && legacy {
+		return nil
+	}
+	if !edits.IsArray() || (len(edits.Array()) == 0 && !legacy) {
+		return errors.New("argument \"edits\" must be a non-empty array of {oldText, newText}")
+	}
+	for _, e := range edits.Array() {
+		if e.Get("oldText").Type != gjson.String || e.Get("newText").Type != gjson.String {
+			return errors.New("every entry of \"edits\" needs string \"oldText\" and \"newText\"")
 		}
 	}
 	return nil

@@ -1,0 +1,364 @@
+package pi
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// This file holds the edit tool's text semantics: the replacement rules
+// (exact match first, then a whitespace/quote/dash-insensitive match), the
+// error texts, and the numbered diff pi puts in details.diff, computed with
+// the same line-diff algorithm pi uses (the Myers variant of the "diff"
+// npm package, whose tie-breaks decide which of several minimal diffs is
+// shown).
+
+// diffPart is one run of equal, added or removed lines.
+type diffPart struct {
+	value          string
+	count          int
+	added, removed bool
+}
+
+type diffComponent struct {
+	count          int
+	added, removed bool
+	prev           *diffComponent
+}
+
+type diffPath struct {
+	oldPos int
+	last   *diffComponent
+}
+
+// lineTokens splits text into lines that keep their "\n".
+func lineTokens(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		out = append(out, s[:i+1])
+		s = s[i+1:]
+	}
+	return out
+}
+
+// diffLines computes the line diff of two texts.
+func diffLines(oldS, newS string) []diffPart {
+	oldT, newT := lineTokens(oldS), lineTokens(newS)
+	oldLen, newLen := len(oldT), len(newT)
+	maxEdit := oldLen + newLen
+	off := maxEdit + 1
+	best := make([]*diffPath, 2*maxEdit+3)
+	extract := func(p *diffPath, diag int) int {
+		oldPos := p.oldPos
+		newPos := oldPos - diag
+		common := 0
+		for newPos+1 < newLen && oldPos+1 < oldLen && oldT[oldPos+1] == newT[newPos+1] {
+			newPos++
+			oldPos++
+			common++
+		}
+		if common > 0 {
+			p.last = &diffComponent{count: common, prev: p.last}
+		}
+		p.oldPos = oldPos
+		return newPos
+	}
+	add := func(p *diffPath, added, removed bool, inc int) *diffPath {
+		last := p.last
+		if last != nil && last.added == added && last.removed == removed {
+			return &diffPath{oldPos: p.oldPos + inc,
+				last: &diffComponent{count: last.count + 1, added: added, removed: removed, prev: last.prev}}
+		}
+		return &diffPath{oldPos: p.oldPos + inc, last: &diffComponent{count: 1, added: added, removed: removed, prev: last}}
+	}
+	best[off] = &diffPath{oldPos: -1}
+	newPos := extract(best[off], 0)
+	if best[off].oldPos+1 >= oldLen && newPos+1 >= newLen {
+		return buildParts(best[off].last, oldT, newT)
+	}
+	minDiag, maxDiag := -maxEdit-1, maxEdit+1
+	for editLength := 1; editLength <= maxEdit; editLength++ {
+		for d := max(minDiag, -editLength); d <= min(maxDiag, editLength); d += 2 {
+			removePath, addPath := best[off+d-1], best[off+d+1]
+			if removePath != nil {
+				best[off+d-1] = nil
+			}
+			canAdd := false
+			if addPath != nil {
+				np := addPath.oldPos - d
+				canAdd = np >= 0 && np < newLen
+			}
+			canRemove := removePath != nil && removePath.oldPos+1 < oldLen
+			if !canAdd && !canRemove {
+				best[off+d] = nil
+				continue
+			}
+			var base *diffPath
+			if !canRemove || (canAdd && removePath.oldPos < addPath.oldPos) {
+				base = add(addPath, true, false, 0)
+			} else {
+				base = add(removePath, false, true, 1)
+			}
+			newPos = extract(base, d)
+			if base.oldPos+1 >= oldLen && newPos+1 >= newLen {
+				return buildParts(base.last, oldT, newT)
+			}
+			best[off+d] = base
+			if base.oldPos+1 >= oldLen {
+				maxDiag = min(maxDiag, d-1)
+			}
+			if newPos+1 >= newLen {
+				minDiag = max(minDiag, d+1)
+			}
+		}
+	}
+	return nil // unreachable: maxEdit edits always suffice
+}
+
+func buildParts(last *diffComponent, oldT, newT []string) []diffPart {
+	var comps []*diffComponent
+	for c := last; c != nil; c = c.prev {
+		comps = append(comps, c)
+	}
+	parts := make([]diffPart, 0, len(comps))
+	newPos, oldPos := 0, 0
+	for i := len(comps) - 1; i >= 0; i-- {
+		c := comps[i]
+		p := diffPart{count: c.count, added: c.added, removed: c.removed}
+		if !c.removed {
+			p.value = strings.Join(newT[newPos:newPos+c.count], "")
+			newPos += c.count
+			if !c.added {
+				oldPos += c.count
+			}
+		} else {
+			p.value = strings.Join(oldT[oldPos:oldPos+c.count], "")
+			oldPos += c.count
+		}
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// generateDiff is pi's numbered diff with 4 lines of context: "-N old",
+// "+N new", " N same" and " ... " for skipped lines; firstChanged is the
+// first changed line in the new text (0 when nothing changed).
+func generateDiff(oldContent, newContent string) (diff string, firstChanged int) {
+	const contextLines = 4
+	parts := diffLines(oldContent, newContent)
+	var out []string
+	width := len(strconv.Itoa(max(strings.Count(oldContent, "\n"), strings.Count(newContent, "\n")) + 1))
+	num := func(n int) string { return fmt.Sprintf("%*d", width, n) }
+	blank := strings.Repeat(" ", width)
+	oldLine, newLine := 1, 1
+	lastWasChange := false
+	for i, p := range parts {
+		raw := strings.Split(p.value, "\n")
+		if raw[len(raw)-1] == "" {
+			raw = raw[:len(raw)-1]
+		}
+		if p.added || p.removed {
+			if firstChanged == 0 {
+				firstChanged = newLine
+			}
+			for _, l := range raw {
+				if p.added {
+					out = append(out, "+"+num(newLine)+" "+l)
+					newLine++
+				} else {
+					out = append(out, "-"+num(oldLine)+" "+l)
+					oldLine++
+				}
+			}
+			lastWasChange = true
+			continue
+		}
+		context := func(lines []string) {
+			for _, l := range lines {
+				out = append(out, " "+num(oldLine)+" "+l)
+				oldLine++
+				newLine++
+			}
+		}
+		skip := func(n int) {
+			out = append(out, " "+blank+" ...")
+			oldLine += n
+			newLine += n
+		}
+		nextIsChange := i < len(parts)-1 && (parts[i+1].added || parts[i+1].removed)
+		switch {
+		case lastWasChange && nextIsChange:
+			if len(raw) <= contextLines*2 {
+				context(raw)
+			} else {
+				context(raw[:contextLines])
+				skip(len(raw) - 2*contextLines)
+				context(raw[len(raw)-contextLines:])
+			}
+		case lastWasChange:
+			shown := raw[:min(contextLines, len(raw))]
+			context(shown)
+			if n := len(raw) - len(shown); n > 0 {
+				skip(n)
+			}
+		case nextIsChange:
+			n := max(0, len(raw)-contextLines)
+			if n > 0 {
+				skip(n)
+			}
+			context(raw[n:])
+		default:
+			oldLine += len(raw)
+			newLine += len(raw)
+		}
+		lastWasChange = false
+	}
+	return strings.Join(out, "\n"), firstChanged
+}
+
+// normalizeToLF turns CRLF and lone CR into LF.
+func normalizeToLF(s string) string {
+	if !strings.ContainsRune(s, '\r') {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
+// detectLineEnding is "\r\n" when the first line break is CRLF.
+func detectLineEnding(s string) string {
+	lf := strings.IndexByte(s, '\n')
+	crlf := strings.Index(s, "\r\n")
+	if lf < 0 || crlf < 0 || crlf >= lf {
+		return "\n"
+	}
+	return "\r\n"
+}
+
+// compatibility holds the NFKC mappings that occur in source files; pi
+// normalizes with String#normalize("NFKC"), which Go's standard library
+// cannot do in full (see the package report).
+var compatibility = strings.NewReplacer(
+	"\u2026", "...", "\ufb01", "fi", "\ufb02", "fl", "\ufb00", "ff", "\ufb03", "ffi", "\ufb04", "ffl",
+	"\u2122", "TM", "\u00bd", "1\u20442", "\u00bc", "1\u20444", "\u00be", "3\u20444",
+	"\u00b2", "2", "\u00b3", "3", "\u00b9", "1", "\u2024", ".", "\u2025", "..",
+)
+
+var fuzzyChars = strings.NewReplacer(
+	"\u2018", "'", "\u2019", "'", "\u201A", "'", "\u201B", "'",
+	"\u201C", `"`, "\u201D", `"`, "\u201E", `"`, "\u201F", `"`,
+	"\u2010", "-", "\u2011", "-", "\u2012", "-", "\u2013", "-", "\u2014", "-", "\u2015", "-", "\u2212", "-",
+	"\u00A0", " ", "\u2002", " ", "\u2003", " ", "\u2004", " ", "\u2005", " ", "\u2006", " ",
+	"\u2007", " ", "\u2008", " ", "\u2009", " ", "\u200A", " ", "\u202F", " ", "\u205F", " ", "\u3000", " ",
+)
+
+// normalizeForFuzzyMatch: compatibility forms folded, trailing whitespace
+// of every line dropped, typographic quotes, dashes and spaces made ASCII.
+func normalizeForFuzzyMatch(s string) string {
+	s = compatibility.Replace(s)
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRightFunc(l, jsIsSpace)
+	}
+	return fuzzyChars.Replace(strings.Join(lines, "\n"))
+}
+
+type textMatch struct {
+	found        bool
+	index, width int
+	fuzzy        bool
+}
+
+func fuzzyFindText(content, old string) textMatch {
+	if i := strings.Index(content, old); i >= 0 {
+		return textMatch{found: true, index: i, width: len(old)}
+	}
+	fc, fo := normalizeForFuzzyMatch(content), normalizeForFuzzyMatch(old)
+	if i := strings.Index(fc, fo); i >= 0 {
+		return textMatch{found: true, index: i, width: len(fo), fuzzy: true}
+	}
+	return textMatch{}
+}
+
+// countOccurrences counts old in content in the fuzzy space, as
+// content.split(old).length - 1 does.
+func countOccurrences(content, old string) int {
+	fc, fo := normalizeForFuzzyMatch(content), normalizeForFuzzyMatch(old)
+	if fo == "" {
+		return jsLen(fc) - 1
+	}
+	return strings.Count(fc, fo)
+}
+
+// replacement is one {oldText, newText} of an edit call.
+type replacement struct{ oldText, newText string }
+
+// editError is a failure pi reports to the model with this text.
+type editError string
+
+func (e editError) Error() string { return string(e) }
+
+// applyEdits matches every replacement against the same original text
+// and applies them together; it returns the text they were matched in
+// (fuzzy-normalized when any needed it) and the result.
+func applyEdits(content string, edits []replacement, path string) (base, result string, err error) {
+	n := len(edits)
+	norm := make([]replacement, n)
+	for i, e := range edits {
+		norm[i] = replacement{normalizeToLF(e.oldText), normalizeToLF(e.newText)}
+		if norm[i].oldText == "" {
+			if n == 1 {
+				return "", "", editError(fmt.Sprintf("oldText must not be empty in %s.", path))
+			}
+			return "", "", editError(fmt.Sprintf("edits[%d].oldText must not be empty in %s.", i, path))
+		}
+	}
+	base = content
+	for _, e := range norm {
+		if fuzzyFindText(content, e.oldText).fuzzy {
+			base = normalizeForFuzzyMatch(content)
+			break
+		}
+	}
+	type matched struct{ edit, index, width int }
+	ms := make([]matched, 0, n)
+	for i, e := range norm {
+		m := fuzzyFindText(base, e.oldText)
+		if !m.found {
+			if n == 1 {
+				return "", "", editError(fmt.Sprintf("Could not find the exact text in %s. The old text must match exactly including all whitespace and newlines.", path))
+			}
+			return "", "", editError(fmt.Sprintf("Could not find edits[%d] in %s. The oldText must match exactly including all whitespace and newlines.", i, path))
+		}
+		if k := countOccurrences(base, e.oldText); k > 1 {
+			if n == 1 {
+				return "", "", editError(fmt.Sprintf("Found %d occurrences of the text in %s. The text must be unique. Please provide more context to make it unique.", k, path))
+			}
+			return "", "", editError(fmt.Sprintf("Found %d occurrences of edits[%d] in %s. Each oldText must be unique. Please provide more context to make it unique.", k, i, path))
+		}
+		ms = append(ms, matched{i, m.index, m.width})
+	}
+	sort.SliceStable(ms, func(a, b int) bool { return ms[a].index < ms[b].index })
+	for i := 1; i < len(ms); i++ {
+		if ms[i-1].index+ms[i-1].width > ms[i].index {
+			return "", "", editError(fmt.Sprintf("edits[%d] and edits[%d] overlap in %s. Merge them into one edit or target disjoint regions.", ms[i-1].edit, ms[i].edit, path))
+		}
+	}
+	result = base
+	for i := len(ms) - 1; i >= 0; i-- {
+		m := ms[i]
+		result = result[:m.index] + norm[m.edit].newText + result[m.index+m.width:]
+	}
+	if result == base {
+		if n == 1 {
+			return "", "", editError(fmt.Sprintf("No changes made to %s. The replacement produced identical content. This might indicate an issue with special characters or the text not existing as expected.", path))
+		}
+		return "", "", editError(fmt.Sprintf("No changes made to %s. The replacements produced identical content.", path))
+	}
+	return base, result, nil
+}
