@@ -12,14 +12,18 @@ DEMO_DIR  ?= $(CURDIR)/.demo
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/pvisor
 
-# The main job on a bundled sample, no model service needed.
+# The main job on a bundled sample, no model service needed: a session the
+# real Codex CLI recorded is replayed after step 5 in a fresh copy of its
+# repository; every tool call runs again and the rollout is rebuilt.
+DEMO_SESSION := testdata/e2e/sessions/codex
 demo: build
-	rm -rf $(DEMO_DIR)
-	$(BIN) inspect testdata/trajectories/codex/codemie_session-fixture_turn-1.jsonl
-	$(BIN) replay --prepare-only --agent claude-code \
-		--trajectory testdata/trajectories/claude-code/agentcmd_full-session-three.jsonl \
-		--after-step 2 --run-id demo --state-dir $(DEMO_DIR)/state --output-dir $(DEMO_DIR)/output
-	@echo "outputs in $(DEMO_DIR)/output/demo"
+	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/workspace
+	tar -xzf $(DEMO_SESSION)/repo.tar.gz -C $(DEMO_DIR)/workspace
+	$(BIN) inspect $(DEMO_SESSION)/rollout-*.jsonl
+	$(BIN) replay --replay-only --agent codex --trajectory $$(ls $(DEMO_SESSION)/rollout-*.jsonl) \
+		--after-step 5 --workspace $(DEMO_DIR)/workspace --run-id demo \
+		--state-dir $(DEMO_DIR)/state --output-dir $(DEMO_DIR)/output
+	@echo "outputs: $(DEMO_DIR)/output/demo (observation-comparison.json, native/reconstructed-session.jsonl, ...)"
 
 vet:
 	$(GO) vet $(PKGS)

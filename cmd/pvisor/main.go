@@ -32,12 +32,14 @@ Examples:
 Run 'pvisor COMMAND --help' for the flags of a command.
 `
 
-func main() {
+func main() { os.Exit(pvisorMain()) }
+
+func pvisorMain() int {
 	if overlay.IsChild() {
 		// A re-executed copy of pvisor inside an overlay's namespaces.
 		overlay.ChildMain(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) })
 	}
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	return run(os.Args[1:], os.Stdout, os.Stderr)
 }
 
 // run is main without the process: tests drive it directly.
