@@ -1,0 +1,186 @@
+package bridge
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Each benchmark measures the bridge against its own baseline in the same run and
+// the same loop: every iteration makes one request directly to the upstream and one
+// through the bridge, so machine noise hits both alike.
+
+// benchPair is an upstream server, a bridge in front of it, and a keep-alive client
+// for each path (the CLIs keep their connection too).
+type benchPair struct {
+	direct, bridged string
+	token           string
+	dc, bc          *http.Client
+}
+
+func newBenchPair(b *testing.B, p Protocol, h http.HandlerFunc) *benchPair {
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	s := startBridge(b, Options{Upstream: newUpstream(b, p, srv.URL)})
+	tr := func() *http.Client {
+		t := &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 4}
+		b.Cleanup(t.CloseIdleConnections)
+		return &http.Client{Transport: t}
+	}
+	return &benchPair{direct: srv.URL + pathFor(p), bridged: s.URL() + pathFor(p), token: s.Token(), dc: tr(), bc: tr()}
+}
+
+// via names the path a benchmark request takes.
+type via string
+
+const (
+	viaDirect via = "direct"
+	viaBridge via = "bridge"
+)
+
+// timeRequest posts body and returns the time to the first body byte and to the
+// end of the body.
+func (bp *benchPair) timeRequest(b *testing.B, v via, body string, buf []byte) (first, total time.Duration, n int64) {
+	url, c := bp.direct, bp.dc
+	if v == viaBridge {
+		url, c = bp.bridged, bp.bc
+	}
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", bp.token)
+	start := time.Now()
+	res, err := c.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer res.Body.Close()
+	m, err := io.ReadAtLeast(res.Body, buf[:1], 1)
+	first = time.Since(start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rest, err := io.CopyBuffer(io.Discard, res.Body, buf)
+	if err != nil {
+		b.Fatalf("%s: after %d bytes: %v", v, int64(m)+rest, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		b.Fatalf("status %d", res.StatusCode)
+	}
+	return first, time.Since(start), int64(m) + rest
+}
+
+// cpuTime is the CPU time (user + system) the whole test process has used: the
+// upstream, the bridge and the client all run in it.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func p50(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkTimeToFirstByte: an upstream that answers at once with one short event
+// followed by a few more; the metric is the median extra delay the bridge adds
+// before the client sees the first byte (target ≤ 1 ms).
+func BenchmarkTimeToFirstByte(b *testing.B) {
+	events := []string{
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\"}}\n\n",
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\":\"hi\"}}\n\n",
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+	}
+	bp := newBenchPair(b, Anthropic, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for _, ev := range events {
+			_, _ = io.WriteString(w, ev)
+			_ = rc.Flush()
+		}
+	})
+	body := requestBody(Anthropic, true)
+	buf := make([]byte, 32<<10)
+	var direct, bridged []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		d, _, _ := bp.timeRequest(b, viaDirect, body, buf)
+		br, _, _ := bp.timeRequest(b, viaBridge, body, buf)
+		direct, bridged = append(direct, d), append(bridged, br)
+	}
+	b.StopTimer()
+	dp, bp50 := p50(direct), p50(bridged)
+	b.ReportMetric(float64(dp.Microseconds()), "direct-p50-µs")
+	b.ReportMetric(float64(bp50.Microseconds()), "bridge-p50-µs")
+	b.ReportMetric(float64((bp50 - dp).Microseconds()), "added-p50-µs")
+}
+
+// BenchmarkStreamThroughput relays 10 MB, written by the upstream as SSE events
+// flushed one by one (the way providers stream) or as large writes; the ratio is
+// bridge throughput over direct throughput (target ≥ 0.95). CPU time per request
+// is reported too: on a small machine the bridge's extra hop (one more socket
+// receive and send of every byte) competes with the upstream and the client for the
+// same cores, which is what bounds the bulk ratio.
+func BenchmarkStreamThroughput(b *testing.B) {
+	const total = 10 << 20
+	for _, tc := range []struct {
+		name  string
+		chunk int
+	}{
+		{"sse-events-1KiB", 1 << 10},
+		{"writes-32KiB", 32 << 10},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ev := append([]byte("event: content_block_delta\ndata: "), bytes.Repeat([]byte("x"), tc.chunk-36)...)
+			ev = append(ev, "\n\n"...)
+			bp := newBenchPair(b, Anthropic, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				rc := http.NewResponseController(w)
+				for sent := 0; sent < total; sent += len(ev) {
+					if _, err := w.Write(ev); err != nil {
+						return
+					}
+					_ = rc.Flush()
+				}
+			})
+			body := requestBody(Anthropic, true)
+			buf := make([]byte, 32<<10)
+			var direct, bridged, cpuDirect, cpuBridged time.Duration
+			var bytesDirect, bytesBridged int64
+			b.SetBytes(2 * total)
+			b.ResetTimer()
+			for b.Loop() {
+				c0 := cpuTime(b)
+				_, d, n := bp.timeRequest(b, viaDirect, body, buf)
+				c1 := cpuTime(b)
+				_, br, m := bp.timeRequest(b, viaBridge, body, buf)
+				c2 := cpuTime(b)
+				direct, bridged = direct+d, bridged+br
+				cpuDirect, cpuBridged = cpuDirect+c1-c0, cpuBridged+c2-c1
+				bytesDirect, bytesBridged = bytesDirect+n, bytesBridged+m
+			}
+			b.StopTimer()
+			if bytesDirect != bytesBridged {
+				b.Fatalf("direct read %d bytes, bridged %d", bytesDirect, bytesBridged)
+			}
+			mbps := func(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
+			b.ReportMetric(mbps(bytesDirect, direct), "direct-MB/s")
+			b.ReportMetric(mbps(bytesBridged, bridged), "bridge-MB/s")
+			b.ReportMetric(direct.Seconds()/bridged.Seconds(), "ratio")
+			ops := float64(b.N)
+			b.ReportMetric(cpuDirect.Seconds()*1e3/ops, "direct-cpu-ms/op")
+			b.ReportMetric(cpuBridged.Seconds()*1e3/ops, "bridge-cpu-ms/op")
+		})
+	}
+}
