@@ -1,0 +1,203 @@
+package replay
+
+import (
+	"archive/tar"
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// recordedSessions are native sessions the real CLIs wrote (see
+// testdata/e2e/README.md); each comes with the repository it started from.
+var recordedSessions = []struct {
+	agent, dir string
+}{
+	{"codex", "../testdata/e2e/sessions/codex"},
+	{"pi", "../testdata/e2e/sessions/pi"},
+}
+
+func sessionFile(t *testing.T, dir string) string {
+	t.Helper()
+	var m struct {
+		Files struct{ Session string } `json:"files"`
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil || m.Files.Session == "" {
+		t.Fatalf("manifest %s: no files.session (%v)", dir, err)
+	}
+	return filepath.Join(dir, m.Files.Session)
+}
+
+// untar unpacks repo.tar.gz, the repository as it was before the run.
+func untar(t *testing.T, archive, dst string) {
+	t.Helper()
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dst, h.Name)
+		switch h.Typeflag {
+		case tar.TypeDir:
+			os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			out, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode)&0o777)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(out, tr)
+			out.Close()
+			os.Chtimes(p, h.ModTime, h.ModTime)
+		}
+	}
+}
+
+func stepsOf(t *testing.T, agent, path string) int {
+	f, _ := lookupFormat(agent)
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	tr, err := f.Decode(fh, trajectory.Options{SkipObservationContent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(tr.Steps())
+}
+
+func readComparisons(t *testing.T, out string) []CallComparison {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(out, "observation-comparison.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var comps []CallComparison
+	if err := json.Unmarshal(data, &comps); err != nil {
+		t.Fatal(err)
+	}
+	return comps
+}
+
+func equalAfterNormalizing(c CallComparison) bool {
+	return c.Exact || (c.NormalizedExact != nil && *c.NormalizedExact)
+}
+
+// Every boundary of every recorded session replays in a fresh copy of its
+// repository with every observation reproduced (exactly, or exactly but
+// for run-to-run fields the format declares), and the rebuilt session
+// differs from the recorded prefix only in the records of calls whose
+// observation changed.
+func TestReplayRecordedSessions(t *testing.T) {
+	for _, rs := range recordedSessions {
+		t.Run(rs.agent, func(t *testing.T) {
+			session := sessionFile(t, rs.dir)
+			n := stepsOf(t, rs.agent, session)
+			if n < 4 {
+				t.Fatalf("recorded session has %d steps, expected the scripted task's 5", n)
+			}
+			for step := 1; step <= n; step++ {
+				dir := t.TempDir()
+				ws := filepath.Join(dir, "ws")
+				untar(t, filepath.Join(rs.dir, "repo.tar.gz"), ws)
+				res := Run(context.Background(), &Request{Agent: rs.agent, Trajectory: session, AfterStep: step, Mode: ReplayOnly,
+					Workspace: ws, RunID: "r", StateRoot: dir + "/state", OutputRoot: dir + "/out"})
+				if res.Failure != nil {
+					t.Fatalf("after-step %d: %+v", step, res.Failure)
+				}
+				out := filepath.Join(dir, "out", "r")
+				comps := readComparisons(t, out)
+				changed := 0
+				for _, c := range comps {
+					if !equalAfterNormalizing(c) {
+						t.Errorf("after-step %d: step %d %s (%s) differs:\n%s", step, c.Step, c.Tool, c.CallID, c.Diff)
+					}
+					if !c.Exact {
+						changed++
+					}
+				}
+				prefix, _ := os.ReadFile(filepath.Join(out, "native", "prepared-prefix.jsonl"))
+				rebuilt, _ := os.ReadFile(filepath.Join(out, "native", "reconstructed-session.jsonl"))
+				pl, rl := lines(prefix), lines(rebuilt)
+				if len(pl) != len(rl) {
+					t.Fatalf("after-step %d: rebuilt session has %d lines, prefix %d", step, len(rl), len(pl))
+				}
+				differing := 0
+				for i := range pl {
+					if pl[i] != rl[i] {
+						differing++
+					}
+				}
+				if differing > changed {
+					t.Errorf("after-step %d: %d records differ but only %d observations changed", step, differing, changed)
+				}
+			}
+		})
+	}
+}
+
+// The same replay in a workspace changed beforehand shows exactly the calls
+// that read the changed file as different, with a diff naming the change.
+func TestReplayDetectsChangedWorkspace(t *testing.T) {
+	for _, rs := range recordedSessions {
+		t.Run(rs.agent, func(t *testing.T) {
+			session := sessionFile(t, rs.dir)
+			dir := t.TempDir()
+			ws := filepath.Join(dir, "ws")
+			untar(t, filepath.Join(rs.dir, "repo.tar.gz"), ws)
+			f, _ := os.OpenFile(filepath.Join(ws, "README.md"), os.O_APPEND|os.O_WRONLY, 0)
+			f.WriteString("A line added before the replay.\n")
+			f.Close()
+			res := Run(context.Background(), &Request{Agent: rs.agent, Trajectory: session, AfterStep: 2, Mode: ReplayOnly,
+				Workspace: ws, RunID: "r", StateRoot: dir + "/state", OutputRoot: dir + "/out"})
+			if res.Failure != nil {
+				t.Fatalf("%+v", res.Failure)
+			}
+			var differing []CallComparison
+			for _, c := range readComparisons(t, filepath.Join(dir, "out", "r")) {
+				if !equalAfterNormalizing(c) {
+					differing = append(differing, c)
+				}
+			}
+			// Step 2 reads README.md next to a grep for "def " in *.py.
+			if len(differing) != 1 || differing[0].Step != 2 || !strings.Contains(differing[0].Diff, "+A line added before the replay.") {
+				t.Fatalf("differing calls: %+v", differing)
+			}
+		})
+	}
+}
+
+func lines(b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(string(b)))
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
