@@ -43,6 +43,13 @@ func (d *decoder) build() (*trajectory.Trajectory, error) {
 		if e.session != 0 {
 			t.SessionID = d.sessions.list[e.session]
 		}
+		// The first entry records the directory the session was started
+		// in: the project directory the session file is keyed by, and the
+		// root of the paths in its calls. Later entries follow the shell's
+		// cd.
+		if e.cwd != 0 && t.Cwd == "" {
+			t.Cwd = d.cwds.list[e.cwd]
+		}
 	}
 	if err := d.materialize(t, acts); err != nil {
 		return nil, err

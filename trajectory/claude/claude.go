@@ -19,6 +19,11 @@
 // as are redacted_thinking and server-side tool blocks (server_tool_use and
 // its results run inside the API, not in the client). Images in results have
 // no text form and are dropped from Content.
+//
+// The format is also a trajectory.Replayer: exec.go re-runs Claude Code's
+// built-in tools with the CLI's semantics and result texts (bash.go,
+// files.go, edit.go, search.go, ls.go), and rebuild.go writes the session
+// back with the fresh results in place of the recorded ones.
 package claude
 
 import (
@@ -102,24 +107,9 @@ func (*Format) Detect(head []byte) bool {
 // the conversation from the newest leaf, so a byte prefix of the file is
 // exactly the session as it was when that step's results came back.
 func (*Format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajectory.Trajectory, afterStep int) error {
-	if err := trajectory.CheckBoundary(t, afterStep); err != nil {
+	end, err := prefixEnd(t, afterStep, size)
+	if err != nil {
 		return err
-	}
-	idx := t.ActionIndex(afterStep)
-	a := &t.Actions[idx]
-	end := a.Locator.EndByte
-	for _, c := range a.Calls {
-		end = max(end, c.Observation.Locator.EndByte)
-	}
-	for i := idx + 1; i < len(t.Actions); i++ {
-		if l := t.Actions[i].Locator; l.StartByte < end {
-			return &trajectory.Error{Kind: trajectory.Unsupported, Line: l.First,
-				Msg: fmt.Sprintf("step %d ends at byte %d but the next response starts earlier (%s): the file cannot be cut after this step",
-					afterStep, end, l)}
-		}
-	}
-	if end > size {
-		return fmt.Errorf("claude: step %d ends at byte %d, past the end of the %d-byte file: was it changed since it was decoded?", afterStep, end, size)
 	}
 	if _, err := io.Copy(w, io.NewSectionReader(src, 0, end)); err != nil {
 		return err
@@ -137,6 +127,31 @@ func (*Format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajecto
 		}
 	}
 	return nil
+}
+
+// prefixEnd is the byte offset just past the last record of step
+// afterStep (its last tool_result in practice).
+func prefixEnd(t *trajectory.Trajectory, afterStep int, size int64) (int64, error) {
+	if err := trajectory.CheckBoundary(t, afterStep); err != nil {
+		return 0, err
+	}
+	idx := t.ActionIndex(afterStep)
+	a := &t.Actions[idx]
+	end := a.Locator.EndByte
+	for _, c := range a.Calls {
+		end = max(end, c.Observation.Locator.EndByte)
+	}
+	for i := idx + 1; i < len(t.Actions); i++ {
+		if l := t.Actions[i].Locator; l.StartByte < end {
+			return 0, &trajectory.Error{Kind: trajectory.Unsupported, Line: l.First,
+				Msg: fmt.Sprintf("step %d ends at byte %d but the next response starts earlier (%s): the file cannot be cut after this step",
+					afterStep, end, l)}
+		}
+	}
+	if end > size {
+		return 0, fmt.Errorf("claude: step %d ends at byte %d, past the end of the %d-byte file: was it changed since it was decoded?", afterStep, end, size)
+	}
+	return end, nil
 }
 
 // PrefixModelTurns counts the model responses up to and including the

@@ -43,6 +43,7 @@ type entry struct {
 	uuid       int32
 	version    uint16 // interned, 0 = none
 	session    uint16
+	cwd        uint16
 	kind       uint8
 	flags      uint8
 }
@@ -79,6 +80,7 @@ type decoder struct {
 
 	versions strTable
 	sessions strTable
+	cwds     strTable
 
 	leaf int32 // last main user/assistant entry
 
@@ -101,6 +103,7 @@ func (f *Format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Traje
 	}
 	d.versions.init()
 	d.sessions.init()
+	d.cwds.init()
 	jr := jsonl.NewReader(r)
 	for jr.Next() {
 		if err := d.line(jr.Line()); err != nil {
@@ -139,7 +142,7 @@ func (d *decoder) line(l jsonl.Line) error {
 	// The line is only read while it is current; anything kept goes
 	// through keep, so aliasing the buffer avoids copying every line.
 	s := unsafe.String(unsafe.SliceData(l.Data), len(l.Data))
-	var typ, uuid, parent, logical, sess, ver, msg, agent, sideKey gjson.Result
+	var typ, uuid, parent, logical, sess, ver, msg, agent, sideKey, cwd gjson.Result
 	apiErr := false
 	gjson.Parse(s).ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
@@ -163,6 +166,8 @@ func (d *decoder) line(l jsonl.Line) error {
 			apiErr = v.Type == gjson.True
 		case "agentId":
 			agent = v
+		case "cwd":
+			cwd = v
 		}
 		// Stop as soon as the rest of the line cannot matter: a sidechain
 		// entry is only counted, and a tool result's user entry ends with
@@ -223,6 +228,9 @@ func (d *decoder) line(l jsonl.Line) error {
 	}
 	if sess.Type == gjson.String {
 		e.session = d.sessions.intern(sess.Str)
+	}
+	if cwd.Type == gjson.String {
+		e.cwd = d.cwds.intern(cwd.Str)
 	}
 	var err error
 	switch kind {

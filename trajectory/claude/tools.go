@@ -3,6 +3,7 @@ package claude
 import (
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -81,6 +82,11 @@ func (*Format) CheckReplayable(call *trajectory.ToolCall) error {
 	}
 	if call.Name == "Bash" && in.Get("run_in_background").Type == gjson.True {
 		return errors.New("it starts a background shell (run_in_background), and background shells are not replayed yet")
+	}
+	if call.Name == "Read" {
+		if ext := strings.ToLower(path.Ext(in.Get("file_path").Str)); richExt[ext] {
+			return fmt.Errorf("it reads a %s file, whose image, document or notebook result is not regenerated", ext)
+		}
 	}
 	return nil
 }
