@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -22,6 +23,7 @@ var recordedSessions = []struct {
 }{
 	{"codex", "../testdata/e2e/sessions/codex"},
 	{"pi", "../testdata/e2e/sessions/pi"},
+	{"claude-code", "../testdata/e2e/sessions/claude-code"},
 }
 
 func sessionFile(t *testing.T, dir string) string {
@@ -134,7 +136,7 @@ func TestReplayRecordedSessions(t *testing.T) {
 				comps := readComparisons(t, out)
 				changed := 0
 				for _, c := range comps {
-					if !equalAfterNormalizing(c) {
+					if !equalAfterNormalizing(c) && !tieOrderOnly(t, c) {
 						t.Errorf("after-step %d: step %d %s (%s) differs:\n%s", step, c.Step, c.Tool, c.CallID, c.Diff)
 					}
 					if !c.Exact {
@@ -180,7 +182,7 @@ func TestReplayDetectsChangedWorkspace(t *testing.T) {
 			}
 			var differing []CallComparison
 			for _, c := range readComparisons(t, filepath.Join(dir, "out", "r")) {
-				if !equalAfterNormalizing(c) {
+				if !equalAfterNormalizing(c) && !tieOrderOnly(t, c) {
 					differing = append(differing, c)
 				}
 			}
@@ -190,6 +192,33 @@ func TestReplayDetectsChangedWorkspace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// tieOrderOnly accepts a Glob result that lists the same paths in another
+// order. The recorded repo.tar.gz gives every file the same mtime, so the
+// agent's mtime sort falls back to directory order, which differs between
+// file systems (two recordings of the same run disagree on it too).
+func tieOrderOnly(t *testing.T, c CallComparison) bool {
+	if c.Tool != "Glob" {
+		return false
+	}
+	var minus, plus []string
+	for _, l := range strings.Split(c.Diff, "\n") {
+		switch {
+		case strings.HasPrefix(l, "---"), strings.HasPrefix(l, "+++"):
+		case strings.HasPrefix(l, "-"):
+			minus = append(minus, l[1:])
+		case strings.HasPrefix(l, "+"):
+			plus = append(plus, l[1:])
+		}
+	}
+	slices.Sort(minus)
+	slices.Sort(plus)
+	if slices.Equal(minus, plus) {
+		t.Logf("step %d Glob: same paths in another order (equal mtimes)", c.Step)
+		return true
+	}
+	return false
 }
 
 func lines(b []byte) []string {
