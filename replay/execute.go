@@ -20,8 +20,9 @@ type CallComparison struct {
 	CallID string `json:"call_id"`
 	Tool   string `json:"tool"`
 	Exact  bool   `json:"exact"`
-	// NormalizedExact is set for formats with run-to-run fields (see
-	// trajectory.Normalizer): equal once those are masked.
+	// NormalizedExact is set when the observation differs: equal once the
+	// format's run-to-run fields (trajectory.Normalizer) are masked and the
+	// workspace path in fresh output is mapped back to the recorded cwd.
 	NormalizedExact *bool  `json:"normalized_exact,omitempty"`
 	Stale           bool   `json:"stale,omitempty"`
 	OriginalIsError bool   `json:"original_is_error"`
@@ -93,8 +94,8 @@ func (r *run) replayPrefix(ctx context.Context) error {
 			comp := CallComparison{Step: a.Step, CallID: c.ID, Tool: c.Name, Stale: stale[c.ID],
 				OriginalIsError: orig.IsError, ReplayedIsError: f.IsError}
 			comp.Exact = !comp.Stale && orig.Content == f.Content && orig.IsError == f.IsError
-			if n, ok := p.Format.(trajectory.Normalizer); ok && !comp.Stale {
-				eq := n.NormalizeObservation(orig.Content) == n.NormalizeObservation(f.Content) && orig.IsError == f.IsError
+			if norm := r.normalizer(workspace); norm != nil && !comp.Stale && !comp.Exact {
+				eq := norm(orig.Content, false) == norm(f.Content, true) && orig.IsError == f.IsError
 				comp.NormalizedExact = &eq
 			}
 			if orig.Content != f.Content {
@@ -130,6 +131,28 @@ func (r *run) replayPrefix(ctx context.Context) error {
 		}
 	}
 	return r.writeJSONArtifact("replay-summary.json", "replay_summary", "sandbox-playback/summary-v1", summary)
+}
+
+// normalizer masks what differs between runs however faithful the replay:
+// the format's run-to-run fields (trajectory.Normalizer) and, when the
+// replay runs somewhere else than the recording, the workspace path in
+// fresh output. nil when there is nothing to mask.
+func (r *run) normalizer(workspace string) func(s string, fresh bool) string {
+	n, _ := r.plan.Format.(trajectory.Normalizer)
+	orig := r.plan.Trajectory.Cwd
+	moved := orig != "" && orig != workspace
+	if n == nil && !moved {
+		return nil
+	}
+	return func(s string, fresh bool) string {
+		if fresh && moved {
+			s = strings.ReplaceAll(s, workspace, orig)
+		}
+		if n != nil {
+			s = n.NormalizeObservation(s)
+		}
+		return s
+	}
 }
 
 // executeCall runs one call between its journal records. A pvisor failure
@@ -172,11 +195,12 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	if err := os.MkdirAll(nativeDir, 0o700); err != nil {
 		return "", fail(result.WorkspaceError, "native dir: %v", err)
 	}
-	path := filepath.Join(nativeDir, "reconstructed-session."+trajectory.PrefixExt(p.Format, p.Trajectory))
+	ext := trajectory.RebuildExt(p.Format, p.Trajectory)
+	path := filepath.Join(nativeDir, "reconstructed-session."+ext)
 	if err := result.WriteFile(path, []byte(sb.String())); err != nil {
 		return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
 	}
-	r.artifact("native_reconstructed_session", p.Format.Agent()+"/native-"+trajectory.PrefixExt(p.Format, p.Trajectory), path)
+	r.artifact("native_reconstructed_session", p.Format.Agent()+"/native-"+ext, path)
 	h := sha256.Sum256([]byte(sb.String()))
 	sum := hex.EncodeToString(h[:])
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"sha256": sum}); err != nil {

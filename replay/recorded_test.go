@@ -25,6 +25,7 @@ var recordedSessions = []struct {
 	{"codex", "../testdata/e2e/sessions/codex"},
 	{"pi", "../testdata/e2e/sessions/pi"},
 	{"claude-code", "../testdata/e2e/sessions/claude-code"},
+	{"opencode", "../testdata/e2e/sessions/opencode"},
 }
 
 func sessionFile(t *testing.T, dir string) string {
@@ -144,8 +145,10 @@ func TestReplayRecordedSessions(t *testing.T) {
 						changed++
 					}
 				}
-				prefix, _ := os.ReadFile(filepath.Join(out, "native", "prepared-prefix.jsonl"))
-				rebuilt, _ := os.ReadFile(filepath.Join(out, "native", "reconstructed-session.jsonl"))
+				prefix := readNative(t, out, "prepared-prefix")
+				// Structured fields (file paths in metadata) name the
+				// workspace the replay ran in; map it back first.
+				rebuilt := []byte(strings.ReplaceAll(string(readNative(t, out, "reconstructed-session")), ws, recordedCwd(t, rs.agent, session)))
 				pl, rl := lines(prefix), lines(rebuilt)
 				if len(pl) != len(rl) {
 					t.Fatalf("after-step %d: rebuilt session has %d lines, prefix %d", step, len(rl), len(pl))
@@ -223,6 +226,33 @@ func tieOrderOnly(t *testing.T, c CallComparison) bool {
 }
 
 var addedLine = regexp.MustCompile(`(?m)^\+.*A line added before the replay\.$`)
+
+func recordedCwd(t *testing.T, agent, path string) string {
+	f, _ := lookupFormat(agent)
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	tr, err := f.Decode(fh, trajectory.Options{SkipObservationContent: true})
+	if err != nil || tr.Cwd == "" {
+		t.Fatalf("%s: no recorded cwd (%v)", path, err)
+	}
+	return tr.Cwd
+}
+
+func readNative(t *testing.T, out, name string) []byte {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(out, "native", name+".*"))
+	if len(m) != 1 {
+		t.Fatalf("native/%s.*: %v", name, m)
+	}
+	data, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
 
 func lines(b []byte) []string {
 	var out []string

@@ -161,3 +161,13 @@ func PrefixExt(f Format, t *Trajectory) string {
 	}
 	return f.PrefixExt()
 }
+
+// RebuildExt is the extension of the rebuilt session for t: usually the
+// prefix's, but an OpenCode run-event stream is rebuilt as an export (JSON)
+// because that is what the agent imports.
+func RebuildExt(f Format, t *Trajectory) string {
+	if x, ok := f.(interface{ RebuildExt(*Trajectory) string }); ok {
+		return x.RebuildExt(t)
+	}
+	return PrefixExt(f, t)
+}

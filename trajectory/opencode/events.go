@@ -17,6 +17,7 @@ import (
 func decodeEvents(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
 	b := newBuilder(opts)
 	b.t.Format = SubFormatRunEvents
+	b.guessCwd = true
 	var (
 		session    string
 		sessLine   int

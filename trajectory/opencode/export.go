@@ -215,6 +215,7 @@ func (x *exportDecoder) info(raw []byte) error {
 	}
 	x.b.t.SessionID = id.Str
 	x.b.t.Version = info.Get("version").Str
+	x.b.t.Cwd = info.Get("directory").Str
 	return nil
 }
 
@@ -315,6 +316,13 @@ func (x *exportDecoder) open(loc trajectory.Locator, part int) {
 // original. The steps are recomputed from src, and the boundary's calls
 // must match t's, so a prefix is never cut from a different file.
 func writeExportPrefix(out io.Writer, src io.ReaderAt, size int64, t *trajectory.Trajectory, afterStep int) error {
+	return writeExport(out, src, size, t, afterStep, nil)
+}
+
+// writeExport is writeExportPrefix with an optional edit of each kept
+// message's raw JSON (Rebuild replaces tool results there).
+func writeExport(out io.Writer, src io.ReaderAt, size int64, t *trajectory.Trajectory, afterStep int,
+	edit func(raw []byte) ([]byte, error)) error {
 	k := t.ActionIndex(afterStep)
 	want := &t.Actions[k]
 	x := newExportDecoder(trajectory.Options{SkipObservationContent: true})
@@ -356,6 +364,12 @@ func writeExportPrefix(out io.Writer, src io.ReaderAt, size int64, t *trajectory
 		}
 		if err := x.message(i, raw, line); err != nil {
 			return err
+		}
+		if edit != nil {
+			var err error
+			if raw, err = edit(raw); err != nil {
+				return err
+			}
 		}
 		if nMsg > 0 {
 			buf.WriteString(",\n")

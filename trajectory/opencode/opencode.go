@@ -9,6 +9,11 @@
 // A tool part holds the call and its result together; its state goes
 // pending → running → completed|error, and only completed/error carry a
 // result.
+//
+// The format is also a trajectory.Replayer: NewToolSession re-executes the
+// built-in tools with OpenCode 1.18's semantics and output texts (exec.go and
+// the files per tool), and Rebuild writes the session as an export document
+// with the fresh results (rebuild.go; synth.go for run-event input).
 package opencode
 
 import (
@@ -38,8 +43,10 @@ type format struct{}
 // Format is the OpenCode format.
 var Format trajectory.Format = format{}
 
-// New returns the OpenCode format.
+// New returns the OpenCode format; it also implements trajectory.Replayer.
 func New() trajectory.Format { return format{} }
+
+var _ trajectory.Replayer = format{}
 
 func (format) Agent() string { return trajectory.OpenCode }
 

@@ -23,6 +23,9 @@ type builder struct {
 	// fixedLoc keeps the Action locator as opened: an export locates a step
 	// by its message while parts are located by their index.
 	fixedLoc bool
+	// guessCwd derives Trajectory.Cwd from tool parts, for run events,
+	// which do not record the session directory (see cwdFromPart).
+	guessCwd bool
 }
 
 type piece struct{ id, text string }
@@ -127,7 +130,7 @@ func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 	if !state.IsObject() {
 		return fmt.Sprintf("tool part %s (%s) has no state object", clip(id), clip(name.Str))
 	}
-	var status, input, output, errText gjson.Result
+	var status, input, output, errText, title gjson.Result
 	state.ForEach(func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "status":
@@ -138,6 +141,8 @@ func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 			output = v
 		case "error":
 			errText = v
+		case "title":
+			title = v
 		}
 		return true
 	})
@@ -163,6 +168,9 @@ func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 	}
 	if obs != nil {
 		obs.Locator = loc
+	}
+	if b.guessCwd && b.t.Cwd == "" && status.Str == "completed" {
+		b.t.Cwd = cwdFromPart(name.Str, input, title.Str)
 	}
 	b.extend(loc)
 	a := &b.t.Actions[b.cur]
@@ -190,5 +198,25 @@ func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 	b.calls[strings.Clone(id)] = len(a.Calls)
 	a.Calls = append(a.Calls, trajectory.ToolCall{ID: strings.Clone(id), Name: strings.Clone(name.Str),
 		Arguments: args, Observation: obs, Locator: loc})
+	return ""
+}
+
+// cwdFromPart derives the session directory from a completed file tool:
+// its title is the file's path relative to the worktree, so the absolute
+// filePath minus the title is the worktree, which is where OpenCode runs
+// unless it was started in a subdirectory of the repository.
+func cwdFromPart(tool string, input gjson.Result, title string) string {
+	switch tool {
+	case "read", "write", "edit", "multiedit":
+	default:
+		return ""
+	}
+	p := input.Get("filePath").Str
+	if title == "" || !strings.HasPrefix(p, "/") || strings.HasPrefix(title, "/") || strings.HasPrefix(title, "..") {
+		return ""
+	}
+	if dir, ok := strings.CutSuffix(p, "/"+title); ok && dir != "" {
+		return strings.Clone(dir)
+	}
 	return ""
 }

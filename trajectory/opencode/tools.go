@@ -71,7 +71,7 @@ func (format) CheckReplayable(call *trajectory.ToolCall) error {
 		return errors.New("its arguments are not a JSON object")
 	}
 	for _, k := range required[name] {
-		if v := args.Get(k); v.Type != gjson.String || (k != "content" && k != "newString" && v.Str == "") {
+		if v := args.Get(k); v.Type != gjson.String || (k != "content" && k != "newString" && k != "oldString" && v.Str == "") {
 			return fmt.Errorf("argument %q is missing or not a string", k)
 		}
 	}
