@@ -3,7 +3,6 @@ package miniswe
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/jsondoc"
 )
 
 // The action regexes of mini's own code (re.findall with re.DOTALL): v1.x
@@ -41,7 +41,7 @@ type msg struct {
 }
 
 type decoder struct {
-	*doc
+	*jsondoc.Doc
 	opts     trajectory.Options
 	t        *trajectory.Trajectory
 	msgs     []msg
@@ -55,7 +55,7 @@ type decoder struct {
 // message, and pairs actions with observations at the end: mini writes
 // trajectory_format after messages, and the action regex depends on it.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
-	d := &decoder{doc: newDoc(r), opts: opts, t: &trajectory.Trajectory{Agent: trajectory.MiniSWE}}
+	d := &decoder{Doc: jsondoc.New(r), opts: opts, t: &trajectory.Trajectory{Agent: trajectory.MiniSWE}}
 	if err := d.read(); err != nil {
 		return nil, err
 	}
@@ -68,13 +68,9 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 }
 
 func (d *decoder) read() error {
-	start := d.dec.InputOffset()
-	tok, err := d.dec.Token()
-	if errors.Is(err, io.EOF) {
-		return trajectory.Errorf(0, "the file is empty")
-	}
+	tok, err := d.Open()
 	if err != nil {
-		return d.fail(err, "start of file")
+		return err
 	}
 	switch tok {
 	case json.Delim('['):
@@ -82,22 +78,22 @@ func (d *decoder) read() error {
 		if err := d.messages(); err != nil {
 			return err
 		}
-		return d.end("the message list")
+		return d.End("the message list")
 	case json.Delim('{'):
 		if err := d.object(); err != nil {
 			return err
 		}
-		return d.end("the trajectory")
+		return d.End("the trajectory")
 	}
-	return &trajectory.Error{Kind: trajectory.Malformed, Line: d.lc.line(start),
-		Msg:  fmt.Sprintf("expected a mini-swe-agent trajectory (a JSON object), found %s", tokenKind(tok)),
+	return &trajectory.Error{Kind: trajectory.Malformed, Line: 1,
+		Msg:  fmt.Sprintf("expected a mini-swe-agent trajectory (a JSON object), found %s", jsondoc.TokenKind(tok)),
 		Hint: "pass the .traj.json file mini wrote"}
 }
 
 func (d *decoder) object() error {
-	line := d.lc.line(d.dec.InputOffset() - 1)
-	for d.dec.More() {
-		k, err := d.key("trajectory")
+	line := d.LineAt(d.Offset() - 1) // the opening brace's
+	for d.More() {
+		k, err := d.Key("trajectory")
 		if err != nil {
 			return err
 		}
@@ -105,7 +101,7 @@ func (d *decoder) object() error {
 			if d.seenMsgs {
 				return trajectory.Errorf(line, "the trajectory has two \"messages\" keys")
 			}
-			if err := d.delim('[', "messages"); err != nil {
+			if err := d.Delim('[', "messages"); err != nil {
 				return err
 			}
 			if err := d.messages(); err != nil {
@@ -113,7 +109,7 @@ func (d *decoder) object() error {
 			}
 			continue
 		}
-		raw, vline, _, err := d.raw(k)
+		raw, vline, err := d.Raw(k)
 		if err != nil {
 			return err
 		}
@@ -121,7 +117,7 @@ func (d *decoder) object() error {
 		switch k {
 		case "trajectory_format":
 			if v.Type != gjson.String {
-				return trajectory.Errorf(vline, "trajectory_format is %s, not a string", kindOf(v))
+				return trajectory.Errorf(vline, "trajectory_format is %s, not a string", jsondoc.Kind(v))
 			}
 			d.tf, d.hasTF = strings.Clone(v.Str), true
 		case "info":
@@ -135,7 +131,7 @@ func (d *decoder) object() error {
 			d.t.SessionID = strings.Clone(v.String())
 		}
 	}
-	if err := d.delim('}', "trajectory"); err != nil {
+	if err := d.Delim('}', "trajectory"); err != nil {
 		return err
 	}
 	if !d.seenMsgs {
@@ -157,28 +153,11 @@ func (d *decoder) object() error {
 	return nil
 }
 
-func kindOf(v gjson.Result) string {
-	switch v.Type {
-	case gjson.JSON:
-		if v.IsArray() {
-			return "an array"
-		}
-		return "an object"
-	case gjson.String:
-		return "a string"
-	case gjson.Number:
-		return "a number"
-	case gjson.Null:
-		return "null"
-	}
-	return "a boolean"
-}
-
 // messages reads the elements of the message array and its closing bracket.
 func (d *decoder) messages() error {
 	d.seenMsgs = true
-	for d.dec.More() {
-		raw, line, _, err := d.raw("messages")
+	for d.More() {
+		raw, line, err := d.Raw("messages")
 		if err != nil {
 			return err
 		}
@@ -188,13 +167,13 @@ func (d *decoder) messages() error {
 		}
 		d.msgs = append(d.msgs, m)
 	}
-	return d.delim(']', "messages")
+	return d.Delim(']', "messages")
 }
 
 func (d *decoder) message(raw []byte, line, i int) (msg, error) {
 	v := gjson.ParseBytes(raw)
 	if !v.IsObject() {
-		return msg{}, trajectory.Errorf(line, "message %d is %s, not an object", i, kindOf(v))
+		return msg{}, trajectory.Errorf(line, "message %d is %s, not an object", i, jsondoc.Kind(v))
 	}
 	m := msg{line: line}
 	content := v.Get("content")
@@ -271,7 +250,7 @@ func contentText(c gjson.Result) (string, error) {
 		}
 		return b.String(), nil
 	}
-	return "", fmt.Errorf("content is %s, not a string or a list of parts", kindOf(c))
+	return "", fmt.Errorf("content is %s, not a string or a list of parts", jsondoc.Kind(c))
 }
 
 func toolCalls(tc gjson.Result, i int) ([]trajectory.ToolCall, error) {
@@ -279,7 +258,7 @@ func toolCalls(tc gjson.Result, i int) ([]trajectory.ToolCall, error) {
 		return nil, nil
 	}
 	if !tc.IsArray() {
-		return nil, fmt.Errorf("tool_calls is %s, not an array", kindOf(tc))
+		return nil, fmt.Errorf("tool_calls is %s, not an array", jsondoc.Kind(tc))
 	}
 	var out []trajectory.ToolCall
 	for k, c := range tc.Array() {
@@ -301,7 +280,7 @@ func toolCalls(tc gjson.Result, i int) ([]trajectory.ToolCall, error) {
 // text, reasoning summaries the reasoning, function_call items the calls.
 func responseOutput(out gjson.Result, i int) (text, reasoning string, calls []trajectory.ToolCall, err error) {
 	if !out.IsArray() {
-		return "", "", nil, fmt.Errorf("the response's output is %s, not an array", kindOf(out))
+		return "", "", nil, fmt.Errorf("the response's output is %s, not an array", jsondoc.Kind(out))
 	}
 	var tb, rb strings.Builder
 	for k, item := range out.Array() {
@@ -352,7 +331,7 @@ func extraActions(acts gjson.Result, i int) ([]trajectory.ToolCall, error) {
 		return nil, nil
 	}
 	if !acts.IsArray() {
-		return nil, fmt.Errorf("extra.actions is %s, not an array", kindOf(acts))
+		return nil, fmt.Errorf("extra.actions is %s, not an array", jsondoc.Kind(acts))
 	}
 	var out []trajectory.ToolCall
 	for k, a := range acts.Array() {

@@ -27,6 +27,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/jsondoc"
 )
 
 // Trajectory formats (Trajectory.Format).
@@ -58,11 +59,8 @@ func (format) PrefixExt() string { return "json" }
 // file only info's keys are inside the head; gjson finds keys in a truncated
 // head as long as they come before the cut.
 func (format) Detect(head []byte) bool {
-	head = bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if len(head) == 0 {
-		return false
-	}
-	switch head[0] {
+	first, head := jsondoc.First(head)
+	switch first {
 	case '{':
 		if strings.HasPrefix(gjson.GetBytes(head, "trajectory_format").Str, "mini-swe-agent") {
 			return true

@@ -1,11 +1,11 @@
 package miniswe
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/jsondoc"
 )
 
 // WritePrefix writes the trajectory with its messages cut after the last
@@ -21,24 +21,16 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 	a, _ := t.Step(afterStep)
 	last := a.Locator.Last
 
-	d := newDoc(io.NewSectionReader(src, 0, size))
-	tok, err := d.dec.Token()
+	d, err := jsondoc.OpenRecords(io.NewSectionReader(src, 0, size), records)
 	if err != nil {
-		return d.fail(err, "start of file")
-	}
-	if tok == json.Delim('{') {
-		if err := seekMessages(d); err != nil {
-			return err
-		}
-	} else if tok != json.Delim('[') {
-		return trajectory.Errorf(1, "expected a mini-swe-agent trajectory, found %s", tokenKind(tok))
+		return err
 	}
 	keep, end := int64(-1), int64(-1)
-	for i := 0; d.dec.More(); i++ {
-		if _, _, _, err := d.raw("messages"); err != nil {
+	for i := 0; d.More(); i++ {
+		if err := d.Skip("messages"); err != nil {
 			return err
 		}
-		end = d.dec.InputOffset()
+		end = d.Offset()
 		if i == last {
 			keep = end
 		}
@@ -55,19 +47,11 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 	return nil
 }
 
-// seekMessages moves d to just inside the messages array.
-func seekMessages(d *doc) error {
-	for d.dec.More() {
-		k, err := d.key("trajectory")
-		if err != nil {
-			return err
-		}
-		if k == "messages" {
-			return d.delim('[', "messages")
-		}
-		if _, _, _, err := d.raw(k); err != nil {
-			return err
-		}
-	}
-	return trajectory.Errorf(1, "the trajectory has no \"messages\"")
+// records is where WritePrefix finds the messages: the "messages" of the
+// trajectory object, or the bare list.
+var records = jsondoc.Records{
+	Key:      "messages",
+	Object:   "trajectory",
+	Expected: "a mini-swe-agent trajectory",
+	Missing:  `the trajectory has no "messages"`,
 }

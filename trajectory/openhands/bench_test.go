@@ -5,34 +5,27 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
+	"github.com/pvisor/pvisor/trajectory/jsondoc"
 )
 
 // bigArray repeats the events of a real eval history (with fresh ids) until
 // the array is about n bytes.
 func bigArray(b *testing.B, n int) []byte {
 	b.Helper()
-	data, err := os.ReadFile(filepath.Join(corpusDir, "ohands_multi_swe_bench_output.instance1.jsonl"))
+	data, _ := formattest.DecodeFile(b, New(), filepath.Join(corpusDir, "ohands_multi_swe_bench_output.instance1.jsonl"))
+	// Re-serialise the history as an array, shifting ids and causes per copy.
+	d, err := jsondoc.OpenRecords(bytes.NewReader(data), records)
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr, err := decodeBytes(b, data)
-	if err != nil || tr.Lines == 0 {
-		b.Fatal(err)
-	}
-	// Re-serialise the history as an array, shifting ids and causes per copy.
-	d := newDoc(bytes.NewReader(data))
-	d.dec.Token()
-	if err := seekHistory(d); err != nil {
-		b.Fatal(err)
-	}
 	var events [][]byte
-	for d.dec.More() {
-		raw, _, _, err := d.raw("event")
+	for d.More() {
+		raw, _, err := d.Raw("event")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -3,7 +3,6 @@ package openhands
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/jsondoc"
 )
 
 // v1Msg is the refusal for OpenHands ≥ 1.0 (software-agent-sdk) files.
@@ -26,7 +26,7 @@ const v1Hint = "pvisor replays OpenHands V0 trajectories (a JSON array of events
 // extracting one line is a one-liner the error spells out.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
 	d := &decoder{
-		doc:     newDoc(r),
+		Doc:     jsondoc.New(r),
 		opts:    opts,
 		t:       &trajectory.Trajectory{Agent: trajectory.OpenHands},
 		ids:     map[int64]bool{},
@@ -44,7 +44,7 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 type callRef struct{ action, call int }
 
 type decoder struct {
-	*doc
+	*jsondoc.Doc
 	opts    trajectory.Options
 	t       *trajectory.Trajectory
 	ids     map[int64]bool
@@ -58,13 +58,9 @@ type decoder struct {
 }
 
 func (d *decoder) run() error {
-	start := d.dec.InputOffset()
-	tok, err := d.dec.Token()
-	if errors.Is(err, io.EOF) {
-		return trajectory.Errorf(0, "the file is empty")
-	}
+	tok, err := d.Open()
 	if err != nil {
-		return d.fail(err, "start of file")
+		return err
 	}
 	switch tok {
 	case json.Delim('['):
@@ -72,12 +68,12 @@ func (d *decoder) run() error {
 			return err
 		}
 		d.t.Format = pick(d.legacy, FormatLegacyEvents, FormatEvents)
-		return d.end("the event array")
+		return d.End("the event array")
 	case json.Delim('{'):
 		return d.instance()
 	}
-	return &trajectory.Error{Kind: trajectory.Malformed, Line: d.lc.line(start),
-		Msg:  fmt.Sprintf("expected a JSON array of OpenHands events, found %s", tokenKind(tok)),
+	return &trajectory.Error{Kind: trajectory.Malformed, Line: 1,
+		Msg:  fmt.Sprintf("expected a JSON array of OpenHands events, found %s", jsondoc.TokenKind(tok)),
 		Hint: "pass an exported trajectory (JSON array) or an evaluation output.jsonl"}
 }
 
@@ -92,10 +88,10 @@ func pick(b bool, yes, no string) string {
 // opening brace also starts the V1 files and single V0 event files, which
 // are told apart by their keys.
 func (d *decoder) instance() error {
-	line := d.lc.line(d.dec.InputOffset() - 1)
+	line := d.LineAt(d.Offset() - 1) // the opening brace's
 	var history, kind, baseState bool
-	for d.dec.More() {
-		k, err := d.key("top-level object")
+	for d.More() {
+		k, err := d.Key("top-level object")
 		if err != nil {
 			return err
 		}
@@ -105,7 +101,7 @@ func (d *decoder) instance() error {
 				return trajectory.Errorf(line, "the instance has two \"history\" keys")
 			}
 			history = true
-			if err := d.delim('[', "history"); err != nil {
+			if err := d.Delim('[', "history"); err != nil {
 				return err
 			}
 			if err := d.events("history"); err != nil {
@@ -113,7 +109,7 @@ func (d *decoder) instance() error {
 			}
 			continue
 		case "instance_id":
-			raw, _, _, err := d.raw("instance_id")
+			raw, _, err := d.Raw("instance_id")
 			if err != nil {
 				return err
 			}
@@ -130,11 +126,11 @@ func (d *decoder) instance() error {
 					Hint: "export the whole conversation as a trajectory (a JSON array of events)"}
 			}
 		}
-		if _, _, _, err := d.raw(k); err != nil {
+		if err := d.Skip(k); err != nil {
 			return err
 		}
 	}
-	if err := d.delim('}', "top-level object"); err != nil {
+	if err := d.Delim('}', "top-level object"); err != nil {
 		return err
 	}
 	if !history {
@@ -146,27 +142,27 @@ func (d *decoder) instance() error {
 			Hint: "pass an exported trajectory (JSON array) or an evaluation output.jsonl"}
 	}
 	d.t.Format = pick(d.legacy, FormatLegacyEvalOutput, FormatEvalOutput)
-	if d.dec.More() {
-		next := d.dec.InputOffset()
-		tok, err := d.dec.Token()
+	if d.More() {
+		next := d.Offset()
+		tok, err := d.Token("after the instance")
 		if err != nil {
-			return d.fail(err, "after the instance")
+			return err
 		}
 		if tok != json.Delim('{') {
-			return trajectory.Errorf(d.lc.line(next), "unexpected %s after the instance", tokenKind(tok))
+			return trajectory.Errorf(d.LineAt(next), "unexpected %s after the instance", jsondoc.TokenKind(tok))
 		}
-		return &trajectory.Error{Kind: trajectory.Unsupported, Line: d.lc.line(next),
+		return &trajectory.Error{Kind: trajectory.Unsupported, Line: d.LineAt(next),
 			Msg: "this output.jsonl holds more than one instance; pvisor replays one instance at a time",
 			Hint: "extract one line first, e.g. sed -n 'Np' output.jsonl > one.jsonl or " +
 				`jq -c 'select(.instance_id=="ID")' output.jsonl > one.jsonl`}
 	}
-	return d.end("the instance")
+	return d.End("the instance")
 }
 
 // events reads array elements up to and including the closing bracket.
 func (d *decoder) events(what string) error {
-	for d.dec.More() {
-		raw, line, _, err := d.raw(what)
+	for d.More() {
+		raw, line, err := d.Raw(what)
 		if err != nil {
 			return err
 		}
@@ -177,9 +173,9 @@ func (d *decoder) events(what string) error {
 		d.t.Lines = d.nEvents
 	}
 	if d.nEvents == 0 {
-		return trajectory.Errorf(d.lc.line(d.dec.InputOffset()), "%s has no events", what)
+		return trajectory.Errorf(d.LineAt(d.Offset()), "%s has no events", what)
 	}
-	return d.delim(']', what)
+	return d.Delim(']', what)
 }
 
 // ev is the part of one event the model needs. Its strings point into a
@@ -204,7 +200,7 @@ type ev struct {
 func (d *decoder) parse(raw []byte, line int) (*ev, error) {
 	e := &ev{idx: d.nEvents, line: line, raw: raw}
 	if len(raw) == 0 || raw[0] != '{' {
-		return nil, trajectory.Errorf(line, "event %d is %s, not an object", e.idx, kindOfRaw(raw))
+		return nil, trajectory.Errorf(line, "event %d is %s, not an object", e.idx, jsondoc.Kind(gjson.ParseBytes(raw)))
 	}
 	var bad error
 	gjson.ParseBytes(raw).ForEach(func(k, v gjson.Result) bool {
@@ -230,19 +226,19 @@ func (d *decoder) parse(raw []byte, line int) (*ev, error) {
 			e.source = v.Str
 		case "action":
 			if v.Type != gjson.String {
-				bad = trajectory.Errorf(line, "event %d: \"action\" is %s, not a string", e.idx, kindOfRaw([]byte(v.Raw)))
+				bad = trajectory.Errorf(line, "event %d: \"action\" is %s, not a string", e.idx, jsondoc.Kind(v))
 			}
 			e.act, e.hasAction = v.Str, true
 		case "observation":
 			if v.Type != gjson.String {
-				bad = trajectory.Errorf(line, "event %d: \"observation\" is %s, not a string", e.idx, kindOfRaw([]byte(v.Raw)))
+				bad = trajectory.Errorf(line, "event %d: \"observation\" is %s, not a string", e.idx, jsondoc.Kind(v))
 			}
 			e.obs, e.hasObs = v.Str, true
 		case "kind":
 			e.kind = v.Str
 		case "args":
 			if !v.IsObject() {
-				bad = trajectory.Errorf(line, "event %d: \"args\" is %s, not an object", e.idx, kindOfRaw([]byte(v.Raw)))
+				bad = trajectory.Errorf(line, "event %d: \"args\" is %s, not an object", e.idx, jsondoc.Kind(v))
 			}
 			e.args = v
 		case "extras":
@@ -277,26 +273,6 @@ func (d *decoder) parse(raw []byte, line int) (*ev, error) {
 	// with no args/extras envelope, no id and no cause.
 	e.flat = !e.hasID && !e.args.Exists() && !e.extras.Exists()
 	return e, nil
-}
-
-func kindOfRaw(b []byte) string {
-	if len(b) == 0 {
-		return "empty"
-	}
-	switch gjson.ParseBytes(b).Type {
-	case gjson.JSON:
-		if b[0] == '[' {
-			return "an array"
-		}
-		return "an object"
-	case gjson.String:
-		return "a string"
-	case gjson.Number:
-		return "a number"
-	case gjson.Null:
-		return "null"
-	}
-	return "a boolean"
 }
 
 func (d *decoder) event(raw []byte, line int) error {

@@ -38,6 +38,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/jsondoc"
 )
 
 // Sub-formats reported in Trajectory.Format.
@@ -76,11 +77,8 @@ func (format) PrefixExt() string { return "json" }
 // "unknown format"). gjson finds keys in a truncated head as long as they
 // come before the cut.
 func (format) Detect(head []byte) bool {
-	head = bytes.TrimLeft(head, " \t\r\n\ufeff")
-	if len(head) == 0 {
-		return false
-	}
-	switch head[0] {
+	first, head := jsondoc.First(head)
+	switch first {
 	case '[':
 		first := gjson.GetBytes(head, "0")
 		if first.Exists() && !first.IsObject() {

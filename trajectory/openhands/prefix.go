@@ -2,13 +2,13 @@ package openhands
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/jsondoc"
 )
 
 // WritePrefix writes a replay trajectory for OpenHands' ReplayManager: a JSON
@@ -30,22 +30,11 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 			Msg:  "2024-era flat OpenHands events (no args/extras) cannot be loaded by the current ReplayManager",
 			Hint: "re-run the task with an OpenHands version that writes V0 events with args/extras"}
 	}
-	a, _ := t.Step(afterStep)
-	last := a.Locator.Last
-
-	d := newDoc(io.NewSectionReader(src, 0, size))
-	tok, err := d.dec.Token()
+	d, err := jsondoc.OpenRecords(io.NewSectionReader(src, 0, size), records)
 	if err != nil {
-		return d.fail(err, "start of file")
+		return err
 	}
-	if tok == json.Delim('{') {
-		if err := seekHistory(d); err != nil {
-			return err
-		}
-	} else if tok != json.Delim('[') {
-		return trajectory.Errorf(1, "expected a JSON array of events, found %s", tokenKind(tok))
-	}
-	open := d.dec.InputOffset() // just past '['
+	open := d.Offset() // just past '['
 
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var (
@@ -55,14 +44,16 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 		dropped = map[int64]bool{}
 		first   = true
 	)
-	for i := 0; i <= last; i++ {
-		if !d.dec.More() {
+	a, _ := t.Step(afterStep)
+	for i := 0; i <= a.Locator.Last; i++ {
+		if !d.More() {
 			return trajectory.Errorf(0, "the file changed since it was decoded: event %d is missing", i)
 		}
-		raw, line, start, err := d.raw("event")
+		raw, line, err := d.Raw("event")
 		if err != nil {
 			return err
 		}
+		start, _ := d.Span()
 		sep := make([]byte, start-prevEnd)
 		if _, err := src.ReadAt(sep, prevEnd); err != nil {
 			return err
@@ -114,19 +105,11 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 	return nil
 }
 
-// seekHistory moves d to just inside the history array of an instance.
-func seekHistory(d *doc) error {
-	for d.dec.More() {
-		k, err := d.key("top-level object")
-		if err != nil {
-			return err
-		}
-		if k == "history" {
-			return d.delim('[', "history")
-		}
-		if _, _, _, err := d.raw(k); err != nil {
-			return err
-		}
-	}
-	return trajectory.Errorf(1, "no \"history\" in the instance")
+// records is where WritePrefix finds the events: the top-level array, or
+// the history of an output.jsonl line.
+var records = jsondoc.Records{
+	Key:      "history",
+	Object:   "top-level object",
+	Expected: "a JSON array of events",
+	Missing:  `no "history" in the instance`,
 }

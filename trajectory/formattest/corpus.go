@@ -1,0 +1,160 @@
+package formattest
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// Corpus is a format's sample files and what its tests expect of them.
+type Corpus struct {
+	Format trajectory.Format
+	// Globs are the patterns of the sample files, e.g.
+	// "../../testdata/trajectories/pi/*.jsonl".
+	Globs []string
+	// Refused maps the base name of each sample the format must refuse
+	// (another agent's file, an unsupported version) to the error.
+	Refused map[string]Refusal
+	// Columns are the optional parts of the golden summaries.
+	Columns []Column
+	// GoldenDir holds <base name>.golden per sample; "" is testdata/golden.
+	GoldenDir string
+	// Bad are hand-written inputs the format must refuse. They also seed
+	// the fuzz target, as the edges of what decodes.
+	Bad []BadInput
+}
+
+// BadInput is a hand-written input a format must refuse.
+type BadInput struct {
+	Name string
+	Src  string
+	Want Refusal
+}
+
+// Refuse is the BadInput src, which must be refused with want.
+func Refuse(name, src string, want Refusal) BadInput { return BadInput{name, src, want} }
+
+// Files returns the sample files.
+func (c Corpus) Files(t testing.TB) []string {
+	t.Helper()
+	return Glob(t, c.Globs...)
+}
+
+// TestGolden decodes every sample in a subtest named after it: a refused
+// one must fail with its Refusal; any other must match its golden Summary,
+// satisfy Invariants, and decode lean (Options.SkipObservationContent) to
+// the same shape with no observation content.
+func (c Corpus) TestGolden(t *testing.T) {
+	dir := c.GoldenDir
+	if dir == "" {
+		dir = filepath.Join("testdata", "golden")
+	}
+	for _, path := range c.Files(t) {
+		name := filepath.Base(path)
+		t.Run(name, func(t *testing.T) {
+			data := read(t, path)
+			tr, err := c.Format.Decode(bytes.NewReader(data), trajectory.Options{})
+			if want, ok := c.Refused[name]; ok {
+				CheckError(t, err, want)
+				return
+			}
+			if err != nil {
+				t.Fatalf("decode: %v", err)
+			}
+			got := Summary(tr, c.Columns...)
+			Golden(t, filepath.Join(dir, name+".golden"), got)
+			CheckInvariants(t, tr)
+			checkLean(t, c.Format, data, tr, c.Columns)
+		})
+	}
+}
+
+// checkLean decodes data again without observation content: the summary
+// must not change but for the content sizes.
+func checkLean(t testing.TB, f trajectory.Format, data []byte, full *trajectory.Trajectory, cols []Column) {
+	t.Helper()
+	lean, err := f.Decode(bytes.NewReader(data), trajectory.Options{SkipObservationContent: true})
+	if err != nil {
+		t.Fatalf("lean decode: %v", err)
+	}
+	shape := slices.DeleteFunc(slices.Clone(cols), func(c Column) bool { return c == Sizes })
+	if d := cmp.Diff(Summary(full, shape...), Summary(lean, shape...)); d != "" {
+		t.Errorf("lean decode differs in shape:\n%s", d)
+	}
+	for _, a := range lean.Actions {
+		for _, c := range a.Calls {
+			if o := c.Observation; o != nil && o.Content != "" {
+				t.Fatalf("call %s: a lean decode kept %d bytes of content", c.ID, len(o.Content))
+			}
+		}
+	}
+}
+
+// ForEach runs fn in a subtest named after each sample that is not
+// refused, with the file's bytes and their decode.
+func (c Corpus) ForEach(t *testing.T, fn func(t *testing.T, name string, data []byte, tr *trajectory.Trajectory)) {
+	for _, path := range c.Files(t) {
+		name := filepath.Base(path)
+		if _, ok := c.Refused[name]; ok {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			data, tr := DecodeFile(t, c.Format, path)
+			fn(t, name, data, tr)
+		})
+	}
+}
+
+// TestBadInputs requires each of c.Bad to be refused, in a subtest named
+// after it.
+func (c Corpus) TestBadInputs(t *testing.T) {
+	for _, b := range c.Bad {
+		t.Run(b.Name, func(t *testing.T) {
+			CheckRefused(t, c.Format, []byte(b.Src), b.Want)
+		})
+	}
+}
+
+// Fuzz runs CheckDecode with mayRefuse on inputs grown from c.Bad and the
+// samples of at most maxSeed bytes: small seeds let the mutator reach
+// structure rather than churn through content.
+func (c Corpus) Fuzz(f *testing.F, maxSeed int, mayRefuse func(tr *trajectory.Trajectory, n int) bool) {
+	for _, b := range c.Bad {
+		f.Add([]byte(b.Src))
+	}
+	for _, path := range c.Files(f) {
+		if data := read(f, path); len(data) <= maxSeed {
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		CheckDecode(t, c.Format, data, mayRefuse)
+	})
+}
+
+// DecodeFile reads the file at path and decodes it with f, failing the
+// test when either fails.
+func DecodeFile(t testing.TB, f trajectory.Format, path string) ([]byte, *trajectory.Trajectory) {
+	t.Helper()
+	data := read(t, path)
+	tr, err := f.Decode(bytes.NewReader(data), trajectory.Options{})
+	if err != nil {
+		t.Fatalf("decode %s: %v", filepath.Base(path), err)
+	}
+	return data, tr
+}
+
+func read(t testing.TB, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
