@@ -32,7 +32,7 @@ func originals(tr *trajectory.Trajectory, afterStep int) map[string]trajectory.F
 // TestRebuildIdentity: with the recorded observations, Rebuild writes the
 // same bytes as WritePrefix, for every sample and every step.
 func TestRebuildIdentity(t *testing.T) {
-	files := sampleFiles(t)
+	files := corpus.Files(t)
 	if m, err := filepath.Glob(filepath.Join(e2eDir, "*.jsonl")); err == nil {
 		for _, p := range m {
 			if filepath.Base(p) != "stdout.jsonl" {
@@ -41,7 +41,7 @@ func TestRebuildIdentity(t *testing.T) {
 		}
 	}
 	for _, path := range files {
-		if _, bad := refused[filepath.Base(path)]; bad {
+		if _, bad := corpus.Refused[filepath.Base(path)]; bad {
 			continue
 		}
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -188,7 +188,11 @@ func TestDecodeCwd(t *testing.T) {
 		"codemie_-tmp-private_4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl": "/tmp/private",
 		"ccviewer_fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl":             "/path/to/Demo",
 	} {
-		tr, err := decodeFile(t, filepath.Join(dataDir, name), trajectory.Options{SkipObservationContent: true})
+		data, err := os.ReadFile(filepath.Join(dataDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := New().Decode(bytes.NewReader(data), trajectory.Options{SkipObservationContent: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
 const e2eDir = "../../testdata/e2e/sessions/claude-code"
@@ -261,14 +262,7 @@ func untar(t *testing.T, archive, dir string) {
 func TestReplayCorpusSession(t *testing.T) {
 	for _, name := range []string{"codemie_-tmp-private_4c2ddfdc-b619-4525-8d03-1950fb1b0257.jsonl"} {
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(dataDir, name))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tr, err := New().Decode(bytes.NewReader(data), trajectory.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, tr := formattest.DecodeFile(t, New(), filepath.Join(dataDir, name))
 			sess, err := New().NewToolSession(trajectory.ToolEnv{Workspace: t.TempDir(), OriginalCwd: tr.Cwd,
 				Env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}})
 			if err != nil {

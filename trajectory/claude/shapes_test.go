@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
 // Small builders for hand-made sessions; fields are in Claude Code's order
@@ -49,71 +50,50 @@ func decodeString(s string) (*trajectory.Trajectory, error) {
 	return New().Decode(strings.NewReader(s), trajectory.Options{})
 }
 
-type badInput struct {
-	name string
-	in   string
-	kind trajectory.Kind
-	line int
-	want string
-}
-
 // badInputs are files the decoder must refuse, with the error it gives.
-func badInputs() []badInput {
+func badInputs() []formattest.BadInput {
 	bash := use("t1", "Bash", `{"command":"ls"}`)
-	return []badInput{
-		{"duplicate uuid", file(prompt("u1", "", "hi"), asst("u1", "u1", "m1", text("x"))),
-			trajectory.Malformed, 2, "duplicate uuid u1 (first used at line 1)"},
-		{"parent cycle", file(prompt("u1", "a2", "hi"), asst("a1", "u1", "m1", text("x")), asst("a2", "a1", "m2", text("y"))),
-			trajectory.Malformed, 3, "parentUuid chain loops back to uuid a2"},
-		{"missing parent", file(prompt("u1", "", "hi"), asst("a1", "gone", "m1", text("x"))),
-			trajectory.Malformed, 2, "parentUuid gone is not a main-thread entry"},
-		{"result without call", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", bash), res("r1", "a1", "t9", "out")),
-			trajectory.Malformed, 3, "tool_result for tool_use_id t9 matches no tool_use on the conversation chain"},
-		{"result before any response", file(res("r1", "", "t1", "out"), prompt("u1", "r1", "hi")),
-			trajectory.Malformed, 1, "tool_use_id t1 matches no tool_use"},
-		{"duplicate tool_use id", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", bash), res("r1", "a1", "t1", "out"), asst("a2", "r1", "m2", bash)),
-			trajectory.Malformed, 4, "duplicate tool_use id t1 (first at line 2)"},
-		{"second result", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", bash), res("r1", "a1", "t1", "out"), res("r2", "r1", "t1", "again")),
-			trajectory.Malformed, 4, "second tool_result for tool_use_id t1 (first at line 3)"},
-		{"subagent transcript", strings.ReplaceAll(file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", text("x"))), `"isSidechain":false`, `"isSidechain":true,"agentId":"abc1234"`),
-			trajectory.Unsupported, 1, "subagent transcript: every entry has isSidechain=true (agentId abc1234) (pass the parent session file instead: s1.jsonl"},
-		{"not JSON", file(prompt("u1", "", "hi"), `{"type":"assistant",`),
-			trajectory.Malformed, 2, "not valid JSON"},
-		{"uuid not a string", file(`{"parentUuid":null,"type":"user","uuid":7,"message":{"content":"x"}}`),
-			trajectory.Malformed, 1, "uuid is not a non-empty string"},
-		{"user without uuid", file(`{"parentUuid":null,"type":"user","message":{"content":"x"}}`),
-			trajectory.Malformed, 1, "user entry has no uuid"},
-		{"parentUuid a number", file(prompt("u1", "", "hi"), `{"parentUuid":5,"type":"assistant","uuid":"a1","message":{"id":"m","content":[]}}`),
-			trajectory.Malformed, 2, "parentUuid is neither a string nor null"},
-		{"tool_use without id", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", `{"type":"tool_use","name":"Bash","input":{}}`)),
-			trajectory.Malformed, 2, "tool_use block has no id"},
-		{"tool_use without name", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", `{"type":"tool_use","id":"t1","input":{}}`)),
-			trajectory.Malformed, 2, "tool_use t1 has no name"},
-		{"tool_result without id", file(prompt("u1", "", "hi"), `{"parentUuid":"u1","type":"user","uuid":"r1","message":{"content":[{"type":"tool_result","content":"x"}]}}`),
-			trajectory.Malformed, 2, "tool_result block has no tool_use_id"},
-		{"response split by a prompt", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", text("x")), prompt("u2", "a1", "more"), asst("a2", "u2", "m1", text("y"))),
-			trajectory.Malformed, 4, "assistant entry of response m1 is separated from the rest of that response (line 2)"},
-		{"only metadata", file(`{"type":"summary","summary":"t","leafUuid":"x"}`),
-			trajectory.Malformed, 0, "no main-thread user or assistant entry"},
-		{"empty", "", trajectory.Malformed, 0, "no main-thread user or assistant entry"},
-		{"array line", file(prompt("u1", "", "hi"), `[1,2]`), trajectory.Malformed, 2, "expected a JSON object"},
+	return []formattest.BadInput{
+		formattest.Refuse("duplicate uuid", file(prompt("u1", "", "hi"), asst("u1", "u1", "m1", text("x"))),
+			formattest.Malformed(2, "duplicate uuid u1 (first used at line 1)")),
+		formattest.Refuse("parent cycle", file(prompt("u1", "a2", "hi"), asst("a1", "u1", "m1", text("x")), asst("a2", "a1", "m2", text("y"))),
+			formattest.Malformed(3, "parentUuid chain loops back to uuid a2")),
+		formattest.Refuse("missing parent", file(prompt("u1", "", "hi"), asst("a1", "gone", "m1", text("x"))),
+			formattest.Malformed(2, "parentUuid gone is not a main-thread entry")),
+		formattest.Refuse("result without call", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", bash), res("r1", "a1", "t9", "out")),
+			formattest.Malformed(3, "tool_result for tool_use_id t9 matches no tool_use on the conversation chain")),
+		formattest.Refuse("result before any response", file(res("r1", "", "t1", "out"), prompt("u1", "r1", "hi")),
+			formattest.Malformed(1, "tool_use_id t1 matches no tool_use")),
+		formattest.Refuse("duplicate tool_use id", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", bash), res("r1", "a1", "t1", "out"), asst("a2", "r1", "m2", bash)),
+			formattest.Malformed(4, "duplicate tool_use id t1 (first at line 2)")),
+		formattest.Refuse("second result", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", bash), res("r1", "a1", "t1", "out"), res("r2", "r1", "t1", "again")),
+			formattest.Malformed(4, "second tool_result for tool_use_id t1 (first at line 3)")),
+		formattest.Refuse("subagent transcript", strings.ReplaceAll(file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", text("x"))), `"isSidechain":false`, `"isSidechain":true,"agentId":"abc1234"`),
+			formattest.Unsupported(1, "subagent transcript: every entry has isSidechain=true (agentId abc1234) (pass the parent session file instead: s1.jsonl")),
+		formattest.Refuse("not JSON", file(prompt("u1", "", "hi"), `{"type":"assistant",`),
+			formattest.Malformed(2, "not valid JSON")),
+		formattest.Refuse("uuid not a string", file(`{"parentUuid":null,"type":"user","uuid":7,"message":{"content":"x"}}`),
+			formattest.Malformed(1, "uuid is not a non-empty string")),
+		formattest.Refuse("user without uuid", file(`{"parentUuid":null,"type":"user","message":{"content":"x"}}`),
+			formattest.Malformed(1, "user entry has no uuid")),
+		formattest.Refuse("parentUuid a number", file(prompt("u1", "", "hi"), `{"parentUuid":5,"type":"assistant","uuid":"a1","message":{"id":"m","content":[]}}`),
+			formattest.Malformed(2, "parentUuid is neither a string nor null")),
+		formattest.Refuse("tool_use without id", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", `{"type":"tool_use","name":"Bash","input":{}}`)),
+			formattest.Malformed(2, "tool_use block has no id")),
+		formattest.Refuse("tool_use without name", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", `{"type":"tool_use","id":"t1","input":{}}`)),
+			formattest.Malformed(2, "tool_use t1 has no name")),
+		formattest.Refuse("tool_result without id", file(prompt("u1", "", "hi"), `{"parentUuid":"u1","type":"user","uuid":"r1","message":{"content":[{"type":"tool_result","content":"x"}]}}`),
+			formattest.Malformed(2, "tool_result block has no tool_use_id")),
+		formattest.Refuse("response split by a prompt", file(prompt("u1", "", "hi"), asst("a1", "u1", "m1", text("x")), prompt("u2", "a1", "more"), asst("a2", "u2", "m1", text("y"))),
+			formattest.Malformed(4, "assistant entry of response m1 is separated from the rest of that response (line 2)")),
+		formattest.Refuse("only metadata", file(`{"type":"summary","summary":"t","leafUuid":"x"}`),
+			formattest.Malformed(0, "no main-thread user or assistant entry")),
+		formattest.Refuse("empty", "", formattest.Malformed(0, "no main-thread user or assistant entry")),
+		formattest.Refuse("array line", file(prompt("u1", "", "hi"), `[1,2]`), formattest.Malformed(2, "expected a JSON object")),
 	}
 }
 
-func TestBadInputs(t *testing.T) {
-	for _, tt := range badInputs() {
-		t.Run(tt.name, func(t *testing.T) {
-			tr, err := decodeString(tt.in)
-			var te *trajectory.Error
-			if !errors.As(err, &te) {
-				t.Fatalf("got %v (%v), want a *trajectory.Error", err, tr)
-			}
-			if te.Kind != tt.kind || te.Line != tt.line || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("got kind %d line %d %q, want kind %d line %d containing %q", te.Kind, te.Line, err, tt.kind, tt.line, tt.want)
-			}
-		})
-	}
-}
+func TestBadInputs(t *testing.T) { corpus.TestBadInputs(t) }
 
 // shape reduces a trajectory to what these tests check.
 type shapeCall struct {

@@ -3,6 +3,7 @@ package formattest
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -43,13 +44,65 @@ func Invariants(tr *trajectory.Trajectory) error {
 	return nil
 }
 
-// covers reports whether inner lies within outer; byte spans count only
-// where outer has one (JSON documents locate by element index alone).
+// covers reports whether inner lies within outer. Indices compare only
+// within one unit (an OpenCode export locates a call by its part within
+// the action's message), and byte spans only where outer has one (JSON
+// documents locate by element index alone).
 func covers(outer, inner trajectory.Locator) bool {
-	if inner.First < outer.First || inner.Last > outer.Last {
+	if inner.Unit == outer.Unit && (inner.First < outer.First || inner.Last > outer.Last) {
 		return false
 	}
 	return outer.EndByte == 0 || inner.StartByte >= outer.StartByte && inner.EndByte <= outer.EndByte
+}
+
+// InFile returns the first locator of tr that cannot be a place in a file
+// of size bytes: one that ends before it starts or past the file's end,
+// or one in lines that starts before line 1 or holds no byte.
+func InFile(tr *trajectory.Trajectory, size int) error {
+	var err error
+	eachLocator(tr, func(what string, l trajectory.Locator) bool {
+		switch {
+		case l.First > l.Last || l.StartByte < 0 || l.StartByte > l.EndByte || l.EndByte > int64(size):
+			err = fmt.Errorf("%s: locator %+v is not a span of the %d-byte file", what, l, size)
+		case l.Unit == "line" && (l.First < 1 || l.EndByte == l.StartByte):
+			err = fmt.Errorf("%s: locator %+v names no line", what, l)
+		}
+		return err == nil
+	})
+	return err
+}
+
+// checkUnit requires every locator of tr to be in unit, when unit is not "".
+func checkUnit(t testing.TB, tr *trajectory.Trajectory, unit string) {
+	t.Helper()
+	if unit == "" {
+		return
+	}
+	eachLocator(tr, func(what string, l trajectory.Locator) bool {
+		if l.Unit != unit {
+			t.Fatalf("%s: locator %+v is not in %ss", what, l, unit)
+		}
+		return true
+	})
+}
+
+// eachLocator calls fn with every locator of tr, the actions' and their
+// calls' and results', until it returns false.
+func eachLocator(tr *trajectory.Trajectory, fn func(what string, l trajectory.Locator) bool) {
+	for i := range tr.Actions {
+		a := &tr.Actions[i]
+		if !fn(fmt.Sprintf("action %d", i), a.Locator) {
+			return
+		}
+		for _, c := range a.Calls {
+			if !fn("call "+c.ID, c.Locator) {
+				return
+			}
+			if o := c.Observation; o != nil && !fn("result of call "+c.ID, o.Locator) {
+				return
+			}
+		}
+	}
 }
 
 // CheckInvariants fails the test when tr breaks Invariants.
@@ -61,17 +114,26 @@ func CheckInvariants(t testing.TB, tr *trajectory.Trajectory) {
 }
 
 // CheckPrefixRoundTrip cuts data, whose decode is full, after a sample of
-// its steps (the first two, the middle one, the last two) and decodes each
-// cut: it must have exactly that many steps, as many model turns as
-// PrefixModelTurns says, and steps whose calls equal the original's under
-// opts. check, when not nil, adds the format's own checks of each cut.
-// Where CheckBoundary refuses a step (an incomplete batch comes before it),
-// and after the last step, WritePrefix must refuse as CheckBoundary does.
+// its steps (the first two, the middle one, the last two) and checks each
+// cut as CheckPrefixes does.
 func CheckPrefixRoundTrip(t testing.TB, f trajectory.Format, data []byte, full *trajectory.Trajectory,
 	check func(t testing.TB, n int, cut []byte, pt *trajectory.Trajectory), opts ...cmp.Option) {
 	t.Helper()
-	steps := full.Steps()
-	for _, n := range sampleSteps(len(steps)) {
+	CheckPrefixes(t, f, data, full, sampleSteps(len(full.Steps())), check, opts...)
+}
+
+// CheckPrefixes cuts data, whose decode is full, after each of steps and
+// decodes each cut: it must have exactly that many steps, as many model
+// turns as PrefixModelTurns says, and steps whose calls equal the
+// original's under opts. check, when not nil, adds the format's own checks
+// of each cut. Where CheckBoundary refuses a step (an incomplete batch
+// comes before it), and before the first step and after the last,
+// WritePrefix must refuse as CheckBoundary does.
+func CheckPrefixes(t testing.TB, f trajectory.Format, data []byte, full *trajectory.Trajectory, steps []int,
+	check func(t testing.TB, n int, cut []byte, pt *trajectory.Trajectory), opts ...cmp.Option) {
+	t.Helper()
+	all := full.Steps()
+	for _, n := range steps {
 		var buf bytes.Buffer
 		err := f.WritePrefix(&buf, bytes.NewReader(data), int64(len(data)), full, n)
 		if unreachable(t, full, n, err) {
@@ -91,7 +153,12 @@ func CheckPrefixRoundTrip(t testing.TB, f trajectory.Format, data []byte, full *
 			t.Errorf("step %d: prefix has %d model turns, PrefixModelTurns says %d", n, got, want)
 		}
 		for i, s := range pt.Steps() {
-			if d := cmp.Diff(steps[i].Calls, s.Calls, opts...); d != "" {
+			// DeepEqual first where it means the same as cmp: cmp.Diff
+			// over every step of every cut is slow in a long file.
+			if len(opts) == 0 && reflect.DeepEqual(all[i].Calls, s.Calls) {
+				continue
+			}
+			if d := cmp.Diff(all[i].Calls, s.Calls, opts...); d != "" {
 				t.Fatalf("step %d of prefix %d differs:\n%s", i+1, n, d)
 			}
 		}
@@ -99,8 +166,41 @@ func CheckPrefixRoundTrip(t testing.TB, f trajectory.Format, data []byte, full *
 			check(t, n, buf.Bytes(), pt)
 		}
 	}
-	err := f.WritePrefix(&bytes.Buffer{}, bytes.NewReader(data), int64(len(data)), full, len(steps)+1)
-	CheckError(t, err, Malformed(0, fmt.Sprintf("trajectory has %d complete steps", len(steps))))
+	err := f.WritePrefix(&bytes.Buffer{}, bytes.NewReader(data), int64(len(data)), full, 0)
+	CheckError(t, err, Malformed(0, "after-step 0: steps are numbered from 1"))
+	err = f.WritePrefix(&bytes.Buffer{}, bytes.NewReader(data), int64(len(data)), full, len(all)+1)
+	CheckError(t, err, Malformed(0, fmt.Sprintf("trajectory has %d complete steps", len(all))))
+}
+
+// AllSteps is every step of tr, for CheckPrefixes.
+func AllSteps(tr *trajectory.Trajectory) []int {
+	out := make([]int, len(tr.Steps()))
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
+
+// Verbatim is a check for CheckPrefixes of a format whose prefix keeps the
+// records it keeps unchanged: the cut decodes to full's actions through the
+// boundary, locators and all, with full's session and version; when
+// bytePrefix is set the cut must also be the start of data.
+func Verbatim(data []byte, full *trajectory.Trajectory, bytePrefix bool) func(t testing.TB, n int, cut []byte, pt *trajectory.Trajectory) {
+	return func(t testing.TB, n int, cut []byte, pt *trajectory.Trajectory) {
+		t.Helper()
+		if bytePrefix && !bytes.HasPrefix(data, cut) {
+			t.Fatalf("step %d: the prefix is not a byte prefix of the file", n)
+		}
+		want := full.Actions[:full.ActionIndex(n)+1]
+		// DeepEqual first: cmp.Diff over hundreds of actions is slow, and
+		// only a mismatch needs its report.
+		if !reflect.DeepEqual(want, pt.Actions) {
+			t.Fatalf("step %d: prefix actions differ (-original +prefix):\n%s", n, cmp.Diff(want, pt.Actions))
+		}
+		if pt.SessionID != full.SessionID || pt.Version != full.Version {
+			t.Errorf("step %d: prefix has session %q version %q, want %q %q", n, pt.SessionID, pt.Version, full.SessionID, full.Version)
+		}
+	}
 }
 
 // unreachable reports whether CheckBoundary refuses step n of tr, in which
@@ -130,11 +230,12 @@ func sampleSteps(n int) []int {
 
 // CheckDecode is the body of a decoder's fuzz target. Neither Detect nor
 // Decode may panic; Decode may fail only with a *trajectory.Error; and a
-// decode must satisfy Invariants and cut after each of its steps into a
-// prefix that decodes to that many steps. Where CheckBoundary refuses a
-// step WritePrefix must refuse as it does; mayRefuse says at which other
-// steps it may refuse (with a *trajectory.Error); nil means at none.
-func CheckDecode(t testing.TB, f trajectory.Format, data []byte, mayRefuse func(tr *trajectory.Trajectory, n int) bool) {
+// decode must satisfy Invariants and InFile and cut after each of its
+// steps into a prefix that decodes to that many steps. Where CheckBoundary
+// refuses a step WritePrefix must refuse as it does; mayRefuse says at
+// which other steps it may refuse (with a *trajectory.Error); nil means at
+// none. It returns the decode, nil when Decode refused data.
+func CheckDecode(t testing.TB, f trajectory.Format, data []byte, mayRefuse func(tr *trajectory.Trajectory, n int) bool) *trajectory.Trajectory {
 	t.Helper()
 	f.Detect(data)
 	tr, err := f.Decode(bytes.NewReader(data), trajectory.Options{})
@@ -142,9 +243,12 @@ func CheckDecode(t testing.TB, f trajectory.Format, data []byte, mayRefuse func(
 		if _, ok := err.(*trajectory.Error); !ok {
 			t.Fatalf("error is %T, not *trajectory.Error: %v", err, err)
 		}
-		return
+		return nil
 	}
 	CheckInvariants(t, tr)
+	if err := InFile(tr, len(data)); err != nil {
+		t.Fatal(err)
+	}
 	for n := 1; n <= len(tr.Steps()); n++ {
 		var buf bytes.Buffer
 		err := f.WritePrefix(&buf, bytes.NewReader(data), int64(len(data)), tr, n)
@@ -165,4 +269,5 @@ func CheckDecode(t testing.TB, f trajectory.Format, data []byte, mayRefuse func(
 			t.Fatalf("prefix of step %d has %d steps", n, len(pt.Steps()))
 		}
 	}
+	return tr
 }

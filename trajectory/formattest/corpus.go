@@ -28,6 +28,8 @@ type Corpus struct {
 	// Bad are hand-written inputs the format must refuse. They also seed
 	// the fuzz target, as the edges of what decodes.
 	Bad []BadInput
+	// Unit, when not "", is the unit of every locator of every decode.
+	Unit string
 }
 
 // BadInput is a hand-written input a format must refuse.
@@ -48,8 +50,9 @@ func (c Corpus) Files(t testing.TB) []string {
 
 // TestGolden decodes every sample in a subtest named after it: a refused
 // one must fail with its Refusal; any other must match its golden Summary,
-// satisfy Invariants, and decode lean (Options.SkipObservationContent) to
-// the same shape with no observation content.
+// satisfy Invariants and InFile, locate in c.Unit, and decode lean
+// (Options.SkipObservationContent) to the same shape with no observation
+// content.
 func (c Corpus) TestGolden(t *testing.T) {
 	dir := c.GoldenDir
 	if dir == "" {
@@ -70,6 +73,10 @@ func (c Corpus) TestGolden(t *testing.T) {
 			got := Summary(tr, c.Columns...)
 			Golden(t, filepath.Join(dir, name+".golden"), got)
 			CheckInvariants(t, tr)
+			if err := InFile(tr, len(data)); err != nil {
+				t.Fatal(err)
+			}
+			checkUnit(t, tr, c.Unit)
 			checkLean(t, c.Format, data, tr, c.Columns)
 		})
 	}
@@ -121,9 +128,10 @@ func (c Corpus) TestBadInputs(t *testing.T) {
 	}
 }
 
-// Fuzz runs CheckDecode with mayRefuse on inputs grown from c.Bad and the
-// samples of at most maxSeed bytes: small seeds let the mutator reach
-// structure rather than churn through content.
+// Fuzz runs CheckDecode with mayRefuse, and requires locators in c.Unit,
+// on inputs grown from c.Bad and the samples of at most maxSeed bytes:
+// small seeds let the mutator reach structure rather than churn through
+// content. Seeds added before the call are kept.
 func (c Corpus) Fuzz(f *testing.F, maxSeed int, mayRefuse func(tr *trajectory.Trajectory, n int) bool) {
 	for _, b := range c.Bad {
 		f.Add([]byte(b.Src))
@@ -134,8 +142,38 @@ func (c Corpus) Fuzz(f *testing.F, maxSeed int, mayRefuse func(tr *trajectory.Tr
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		CheckDecode(t, c.Format, data, mayRefuse)
+		if tr := CheckDecode(t, c.Format, data, mayRefuse); tr != nil {
+			checkUnit(t, tr, c.Unit)
+		}
 	})
+}
+
+// TestDetect runs CheckDetect over the agent folders under root, where a
+// file of the format's own folder that is not a sample (a subagent's
+// .meta.json beside its transcript) must not be claimed, and requires
+// every sample, the package's own included, to be claimed.
+func (c Corpus) TestDetect(t testing.TB, root string) {
+	t.Helper()
+	files := c.Files(t)
+	samples := map[string]bool{}
+	for _, path := range files {
+		samples[abs(t, path)] = true
+	}
+	checkDetect(t, c.Format, root, func(path string) bool { return samples[abs(t, path)] })
+	for _, path := range files {
+		if !c.Format.Detect(Head(t, path)) {
+			t.Errorf("Detect(%s) = false, want true", path)
+		}
+	}
+}
+
+func abs(t testing.TB, path string) string {
+	t.Helper()
+	p, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // DecodeFile reads the file at path and decodes it with f, failing the

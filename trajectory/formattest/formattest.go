@@ -76,9 +76,9 @@ func CheckReplayable(t testing.TB, f trajectory.Format, name, args, want string)
 	}
 }
 
-// Glob returns the files matching any of the patterns, in pattern order.
-// Finding none fails the test: a moved testdata folder must not turn every
-// corpus test into one that checks nothing.
+// Glob returns the files matching the patterns, in pattern order. A
+// pattern that matches nothing fails the test: a moved testdata folder
+// must not quietly drop its samples from every corpus test.
 func Glob(t testing.TB, patterns ...string) []string {
 	t.Helper()
 	var files []string
@@ -87,10 +87,10 @@ func Glob(t testing.TB, patterns ...string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(m) == 0 {
+			t.Fatalf("no files match %s", pat)
+		}
 		files = append(files, m...)
-	}
-	if len(files) == 0 {
-		t.Fatalf("no files match %s", strings.Join(patterns, " "))
 	}
 	return files
 }
@@ -138,6 +138,13 @@ func Head(t testing.TB, path string) []byte {
 // and no others.
 func CheckDetect(t testing.TB, f trajectory.Format, root string) {
 	t.Helper()
+	checkDetect(t, f, root, func(string) bool { return true })
+}
+
+// checkDetect is CheckDetect where, of the files in f's own folder, only
+// those sample says are samples must be claimed; the others must not be.
+func checkDetect(t testing.TB, f trajectory.Format, root string, sample func(path string) bool) {
+	t.Helper()
 	checkHeads(t, f)
 	dirs, err := os.ReadDir(root)
 	if err != nil {
@@ -152,8 +159,8 @@ func CheckDetect(t testing.TB, f trajectory.Format, root string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mine := d.Name() == f.Agent()
 		for _, path := range files {
+			mine := d.Name() == f.Agent() && sample(path)
 			if mine {
 				own++
 			}

@@ -54,14 +54,44 @@ func TestSummary(t *testing.T) {
 	if got := Summary(tr, Torn); !strings.HasPrefix(got, `agent=toy version="1.0" session="s1" format=lines lines=9 torn=none actions=6`) {
 		t.Errorf("no torn tail: %.90s", got)
 	}
+	// A call over several lines, and a call and result located by part.
+	tr.Actions[1].Calls[0].Locator.Last = 3
+	tr.Actions[4].Locator = trajectory.Locator{Unit: "message", First: 4, Last: 4}
+	tr.Actions[4].Calls[0].Locator = trajectory.Locator{Unit: "part", First: 1, Last: 1}
+	tr.Actions[4].Calls[0].Observation.Locator = trajectory.Locator{Unit: "part", First: 2, Last: 3}
+	got := strings.Split(Summary(tr), "\n")
+	want := []string{
+		"#2 step=1 complete=true line 2-3 text=0 calls=[run(c1)@2-3->3]",
+		"#5 step=3 complete=true message 4-4 text=0 calls=[read(c3)@part 1->part 2-3]",
+	}
+	if d := cmp.Diff(want, []string{got[2], got[5]}); d != "" {
+		t.Errorf("spans (-want +got):\n%s", d)
+	}
+}
+
+// mutation breaks a decode of toySession in one way; want is the error it
+// must cause, "" for none.
+type mutation struct {
+	name   string
+	mutate func(tr *trajectory.Trajectory)
+	want   string
+}
+
+// checkMutations requires check of each mutated decode to fail as want.
+func checkMutations(t *testing.T, tests []mutation, check func(tr *trajectory.Trajectory) error) {
+	t.Helper()
+	for _, tt := range tests {
+		tr := decodeToy(t, toy{}, toySession)
+		tt.mutate(tr)
+		err := check(tr)
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
+		}
+	}
 }
 
 func TestInvariants(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(tr *trajectory.Trajectory)
-		want   string
-	}{
+	tests := []mutation{
 		{"intact", func(*trajectory.Trajectory) {}, ""},
 		{"complete without step", func(tr *trajectory.Trajectory) { tr.Actions[1].Step = 0 }, "action 1 is complete but has no step"},
 		{"steps out of order", func(tr *trajectory.Trajectory) { tr.Actions[1].Step, tr.Actions[2].Step = 2, 1 }, "action 1 has step 2, want 1"},
@@ -73,18 +103,47 @@ func TestInvariants(t *testing.T) {
 		{"bytes outside the span", func(tr *trajectory.Trajectory) { tr.Actions[4].Calls[0].Observation.Locator.EndByte = 101 },
 			"does not cover call c3"},
 		{"span backwards", func(tr *trajectory.Trajectory) { tr.Actions[3].Locator.First = 7 }, "action 3: locator"},
+		// An export locates a call by its part within the action's message:
+		// the indices of different units do not compare.
+		{"call in a finer unit", func(tr *trajectory.Trajectory) {
+			a := &tr.Actions[2]
+			a.Locator = trajectory.Locator{Unit: "message", First: 2, Last: 2}
+			a.Calls[0].Locator = trajectory.Locator{Unit: "part", First: 7, Last: 7}
+			a.Calls[0].Observation.Locator = trajectory.Locator{Unit: "part", First: 8, Last: 8}
+		}, ""},
 	}
-	for _, tt := range tests {
-		tr := decodeToy(t, toy{}, toySession)
-		tt.mutate(tr)
+	checkMutations(t, tests, func(tr *trajectory.Trajectory) error {
 		err := Invariants(tr)
-		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
-			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
+		if err != nil {
+			expectFailure(t, err.Error(), func(t testing.TB) { CheckInvariants(t, tr) })
 		}
-		if tt.want != "" {
-			expectFailure(t, tt.want, func(t testing.TB) { CheckInvariants(t, tr) })
-		}
-	}
+		return err
+	})
+}
+
+func TestInFile(t *testing.T) {
+	checkMutations(t, []mutation{
+		{"intact", func(*trajectory.Trajectory) {}, ""},
+		{"past the end", func(tr *trajectory.Trajectory) { tr.Actions[5].Locator.EndByte = 113 }, "action 5: locator"},
+		{"before the start", func(tr *trajectory.Trajectory) { tr.Actions[0].Locator.StartByte = -1 }, "action 0: locator"},
+		{"call span backwards", func(tr *trajectory.Trajectory) { tr.Actions[1].Calls[0].Locator.Last = 1 }, "call c1: locator"},
+		{"result past the end", func(tr *trajectory.Trajectory) { tr.Actions[4].Calls[0].Observation.Locator.EndByte = 200 },
+			"result of call c3: locator"},
+		{"line 0", func(tr *trajectory.Trajectory) { tr.Actions[0].Locator.First = 0 }, "names no line"},
+		{"line without bytes", func(tr *trajectory.Trajectory) { tr.Actions[3].Locator.EndByte = tr.Actions[3].Locator.StartByte }, "names no line"},
+		{"document without bytes", func(tr *trajectory.Trajectory) {
+			tr.Actions[3].Locator = trajectory.Locator{Unit: "message", First: 0, Last: 0}
+		}, ""},
+	}, func(tr *trajectory.Trajectory) error { return InFile(tr, len(toySession)) })
+}
+
+func TestCheckUnit(t *testing.T) {
+	tr := decodeToy(t, toy{}, toySession)
+	expectFailure(t, "", func(t testing.TB) { checkUnit(t, tr, "line") })
+	expectFailure(t, "", func(t testing.TB) { checkUnit(t, tr, "") })
+	expectFailure(t, "is not in events", func(t testing.TB) { checkUnit(t, tr, "event") })
+	tr.Actions[4].Calls[0].Observation.Locator.Unit = "part"
+	expectFailure(t, "result of call c3: locator", func(t testing.TB) { checkUnit(t, tr, "line") })
 }
 
 func TestCheckError(t *testing.T) {
@@ -140,6 +199,49 @@ func TestCheckPrefixRoundTrip(t *testing.T) {
 	expectFailure(t, "step 2 of prefix 2 differs", func(t testing.TB) { CheckPrefixRoundTrip(t, toy{}, data, other, nil) })
 }
 
+func TestCheckPrefixes(t *testing.T) {
+	data := []byte(toySession)
+	full := decodeToy(t, toy{}, toySession)
+	var seen []int
+	expectFailure(t, "", func(t testing.TB) {
+		CheckPrefixes(t, toy{}, data, full, AllSteps(full), func(t testing.TB, n int, cut []byte, pt *trajectory.Trajectory) {
+			seen = append(seen, n)
+			Verbatim(data, full, true)(t, n, cut, pt)
+		})
+	})
+	if d := cmp.Diff([]int{1, 2, 3}, seen); d != "" {
+		t.Errorf("steps cut (-want +got):\n%s", d)
+	}
+	// Without CheckBoundary the toy cuts "before step 0" to the whole file.
+	expectFailure(t, `containing "after-step 0: steps are numbered from 1"`, func(t testing.TB) {
+		CheckPrefixes(t, toy{noBoundary: true}, data, full, nil, nil)
+	})
+	if got := AllSteps(decodeToy(t, toy{}, "say hi\n")); len(got) != 0 {
+		t.Errorf("AllSteps of no steps = %v", got)
+	}
+}
+
+func TestVerbatim(t *testing.T) {
+	data := []byte(toySession)
+	full := decodeToy(t, toy{}, toySession)
+	renamed := decodeToy(t, toy{}, strings.Replace(toySession, "c2 run", "c2 cat", 1))
+	named := decodeToy(t, toy{}, toySession)
+	named.SessionID = "s1"
+	check := func(data []byte, full *trajectory.Trajectory, bytePrefix bool) func(t testing.TB) {
+		return func(t testing.TB) { CheckPrefixes(t, toy{}, data, full, []int{2}, Verbatim(data, full, bytePrefix)) }
+	}
+	expectFailure(t, "", check(data, full, true))
+	// The toy cuts the file it is given, so a prefix of other bytes is
+	// not a prefix of data.
+	expectFailure(t, "not a byte prefix", func(t testing.TB) {
+		CheckPrefixes(t, toy{}, data, full, []int{2}, Verbatim([]byte("say hi\n"+toySession), full, true))
+	})
+	expectFailure(t, "prefix actions differ", func(t testing.TB) {
+		CheckPrefixes(t, toy{}, data, full, []int{2}, Verbatim(data, renamed, false))
+	})
+	expectFailure(t, `prefix has session "" version "", want "s1" ""`, check(data, named, false))
+}
+
 // A step behind an incomplete batch cannot be reached: the cut must be
 // refused there, as CheckBoundary refuses it.
 func TestUnreachableSteps(t *testing.T) {
@@ -168,6 +270,13 @@ func TestCheckDecode(t *testing.T) {
 	expectFailure(t, "prefix of step 1 has 2 steps", func(t testing.TB) { CheckDecode(t, toy{extraLine: 2}, good, nil) })
 	expectFailure(t, "WritePrefix step 1: toy refuses to cut", func(t testing.TB) { CheckDecode(t, toy{refuseCuts: true}, good, nil) })
 	expectFailure(t, "", func(t testing.TB) { CheckDecode(t, toy{refuseCuts: true}, good, always) })
+	expectFailure(t, "is not a span of the 112-byte file", func(t testing.TB) { CheckDecode(t, toy{pastEnd: true}, good, nil) })
+	if tr := CheckDecode(t, toy{}, good, nil); tr == nil || len(tr.Actions) != 6 {
+		t.Errorf("CheckDecode of a good input returned %v", tr)
+	}
+	if tr := CheckDecode(t, toy{}, bad, nil); tr != nil {
+		t.Errorf("CheckDecode of a refused input returned %v", tr)
+	}
 }
 
 func TestGolden(t *testing.T) {
@@ -186,6 +295,11 @@ func TestGolden(t *testing.T) {
 func TestGlob(t *testing.T) {
 	dir := t.TempDir()
 	expectFailure(t, "no files match", func(t testing.TB) { Glob(t, filepath.Join(dir, "*.json")) })
+	// One empty pattern is a moved folder even when another matches.
+	writeFiles(t, dir, map[string]string{"a.jsonl": "x"})
+	expectFailure(t, "no files match "+filepath.Join(dir, "*.json"), func(t testing.TB) {
+		Glob(t, filepath.Join(dir, "*.jsonl"), filepath.Join(dir, "*.json"))
+	})
 }
 
 // writeFiles creates files (path relative to dir -> content).
@@ -214,6 +328,23 @@ func TestCheckDetect(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", d)
 	}
 	expectFailure(t, "no toy files", func(t testing.TB) { CheckDetect(t, toy{}, filepath.Join(root, "other")) })
+}
+
+func TestCorpusDetect(t *testing.T) {
+	root, own := t.TempDir(), t.TempDir()
+	writeFiles(t, root, map[string]string{"toy/a.jsonl": toySession, "toy/a.meta.json": "{}\n", "other/c.jsonl": "{}\n"})
+	writeFiles(t, own, map[string]string{"b.jsonl": "say hi\n"})
+	c := Corpus{Format: toy{}, Globs: []string{filepath.Join(root, "toy", "*.jsonl"), filepath.Join(own, "*.jsonl")}}
+	expectFailure(t, "", func(t testing.TB) { c.TestDetect(t, root) })
+
+	// A sidecar the format claims, and a package file it does not.
+	writeFiles(t, root, map[string]string{"toy/b.meta.json": "say hi\n"})
+	writeFiles(t, own, map[string]string{"d.jsonl": "{}\n"})
+	got := failures(func(t testing.TB) { c.TestDetect(t, root) })
+	want := []string{"Detect(toy/b.meta.json) = true, want false", "Detect(" + filepath.Join(own, "d.jsonl") + ") = false, want true"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
 }
 
 // The shared heads are checked against every real format, so that a format

@@ -27,7 +27,9 @@ const (
 // Summary is the compact, reviewable form of a decode that golden files
 // hold: a header line, then one line per action with its step, span and
 // calls, each call as name(id)@where->where-its-result-is ("none" when it
-// has none, "!" after an error result).
+// has none, "!" after an error result), where is First, or First-Last when
+// the call or result spans several units, after the unit when it is not
+// the action's (an OpenCode export locates calls by part within a message).
 func Summary(tr *trajectory.Trajectory, cols ...Column) string {
 	has := func(c Column) bool { return slices.Contains(cols, c) }
 	var b strings.Builder
@@ -57,7 +59,7 @@ func Summary(tr *trajectory.Trajectory, cols ...Column) string {
 			if j > 0 {
 				b.WriteByte(' ')
 			}
-			fmt.Fprintf(&b, "%s(%s)@%d", c.Name, c.ID, c.Locator.First)
+			fmt.Fprintf(&b, "%s(%s)@%s", c.Name, c.ID, span(c.Locator, l.Unit))
 			if has(Sizes) {
 				fmt.Fprintf(&b, "[args=%d]", len(c.Arguments))
 			}
@@ -66,7 +68,7 @@ func Summary(tr *trajectory.Trajectory, cols ...Column) string {
 				b.WriteString("->none")
 				continue
 			}
-			fmt.Fprintf(&b, "->%d", o.Locator.First)
+			fmt.Fprintf(&b, "->%s", span(o.Locator, l.Unit))
 			if has(Sizes) {
 				fmt.Fprintf(&b, "[content=%d]", len(o.Content))
 			}
@@ -77,4 +79,16 @@ func Summary(tr *trajectory.Trajectory, cols ...Column) string {
 		b.WriteString("]\n")
 	}
 	return b.String()
+}
+
+// span is where l is, in the terms of a Summary line of unit.
+func span(l trajectory.Locator, unit string) string {
+	s := fmt.Sprint(l.First)
+	if l.Last != l.First {
+		s += fmt.Sprintf("-%d", l.Last)
+	}
+	if l.Unit != unit {
+		s = l.Unit + " " + s
+	}
+	return s
 }

@@ -25,6 +25,7 @@ type toy struct {
 	refuseCuts  bool // WritePrefix refuses every cut
 	leanContent bool // a lean decode keeps observation content
 	plainErrors bool // Decode fails with errors that are not *trajectory.Error
+	pastEnd     bool // the last action's locator ends past the file
 }
 
 func (toy) Agent() string     { return "toy" }
@@ -83,6 +84,9 @@ func (f toy) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajector
 			}
 			return nil, trajectory.Errorf(n, "unknown record %q", fields[0])
 		}
+	}
+	if f.pastEnd && len(tr.Actions) > 0 {
+		tr.Actions[len(tr.Actions)-1].Locator.EndByte += 10
 	}
 	tr.NumberSteps()
 	return tr, nil

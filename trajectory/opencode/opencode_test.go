@@ -2,12 +2,8 @@ package opencode
 
 import (
 	"bytes"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -15,122 +11,31 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
 
 const corpusDir = "../../testdata/trajectories/opencode"
 
-// refusal is the error a file must be refused with.
-type refusal struct {
-	kind trajectory.Kind
-	line int
-	msg  string
+// corpus holds the corpus copies and the package's own run-event and
+// export files. It refuses the kimaki files, captures of the server's
+// /event bus rather than a session, and the ortus file, three `opencode
+// run` outputs concatenated (testdata/ortus_run_session*.jsonl hold its
+// three sessions one by one).
+var corpus = formattest.Corpus{
+	Format: New(),
+	Globs:  []string{corpusDir + "/*.json*", "testdata/*.json*"},
+	Refused: map[string]formattest.Refusal{
+		"kimaki_real-session-action-buttons.jsonl":             formattest.Unsupported(1, "capture of the OpenCode server's /event bus (session.created)"),
+		"kimaki_real-session-permission-external-file.jsonl":   formattest.Unsupported(1, "capture of the OpenCode server's /event bus (session.created)"),
+		"kimaki_real-session-task-normal.jsonl":                formattest.Unsupported(1, "capture of the OpenCode server's /event bus (message.updated)"),
+		"kimaki_real-session-task-three-parallel-sleeps.jsonl": formattest.Unsupported(1, "capture of the OpenCode server's /event bus (session.status)"),
+		"ortus_opencode-run-events.jsonl":                      formattest.Malformed(4, "the file holds several runs"),
+	},
+	Columns: []formattest.Column{formattest.Reasoning, formattest.Bytes, formattest.Torn, formattest.Sizes},
+	Bad:     badInputs,
 }
 
-// refusedFiles are the corpus files this format must refuse, and why: the kimaki
-// files are captures of the server's /event bus, not a session; the ortus
-// file is three `opencode run` outputs concatenated (its three sessions are
-// decoded separately from testdata/ortus_run_session*.jsonl).
-var refusedFiles = map[string]refusal{
-	"kimaki_real-session-action-buttons.jsonl":             {trajectory.Unsupported, 1, "capture of the OpenCode server's /event bus (session.created)"},
-	"kimaki_real-session-permission-external-file.jsonl":   {trajectory.Unsupported, 1, "capture of the OpenCode server's /event bus (session.created)"},
-	"kimaki_real-session-task-normal.jsonl":                {trajectory.Unsupported, 1, "capture of the OpenCode server's /event bus (message.updated)"},
-	"kimaki_real-session-task-three-parallel-sleeps.jsonl": {trajectory.Unsupported, 1, "capture of the OpenCode server's /event bus (session.status)"},
-	"ortus_opencode-run-events.jsonl":                      {trajectory.Malformed, 4, "the file holds several runs"},
-}
-
-// inputs lists the corpus copies and this package's own test files.
-func inputs(t testing.TB) []string {
-	t.Helper()
-	var out []string
-	for _, pat := range []string{corpusDir + "/*.json*", "testdata/*.json*"} {
-		m, err := filepath.Glob(pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m...)
-	}
-	if len(out) < 10 {
-		t.Fatalf("only %d input files found", len(out))
-	}
-	return out
-}
-
-func decodeFile(t testing.TB, path string) (*trajectory.Trajectory, []byte, error) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := New().Decode(bytes.NewReader(data), trajectory.Options{})
-	return tr, data, err
-}
-
-// summary is the compact form a golden file holds.
-func summary(t *trajectory.Trajectory) string {
-	var b strings.Builder
-	torn := "none"
-	if t.TornTail != nil {
-		torn = fmt.Sprintf("line %d (%d bytes at %d)", t.TornTail.Line, t.TornTail.Bytes, t.TornTail.Offset)
-	}
-	fmt.Fprintf(&b, "agent=%s format=%s session=%s version=%q lines=%d actions=%d steps=%d torn=%s\n",
-		t.Agent, t.Format, t.SessionID, t.Version, t.Lines, len(t.Actions), len(t.Steps()), torn)
-	for i, a := range t.Actions {
-		fmt.Fprintf(&b, "action %d step=%d complete=%v loc=%s bytes=%d-%d text=%d reasoning=%d\n",
-			i, a.Step, a.Complete(), a.Locator, a.Locator.StartByte, a.Locator.EndByte, len(a.Text), len(a.Reasoning))
-		for _, c := range a.Calls {
-			obs := "none"
-			if o := c.Observation; o != nil {
-				obs = fmt.Sprintf("%s content=%d error=%v", o.Locator, len(o.Content), o.IsError)
-			}
-			fmt.Fprintf(&b, "  call %s id=%s args=%dB at %s result: %s\n", c.Name, c.ID, len(c.Arguments), c.Locator, obs)
-		}
-	}
-	return b.String()
-}
-
-func TestGolden(t *testing.T) {
-	for _, path := range inputs(t) {
-		name := filepath.Base(path)
-		t.Run(name, func(t *testing.T) {
-			tr, _, err := decodeFile(t, path)
-			if want, ok := refusedFiles[name]; ok {
-				checkErr(t, err, want)
-				return
-			}
-			if err != nil {
-				t.Fatalf("decode: %v", err)
-			}
-			got := summary(tr)
-			golden := filepath.Join("testdata", "golden", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if d := cmp.Diff(string(want), got); d != "" {
-				t.Errorf("summary differs from %s (-want +got):\n%s", golden, d)
-			}
-		})
-	}
-}
-
-func checkErr(t *testing.T, err error, want refusal) {
-	t.Helper()
-	var te *trajectory.Error
-	if !errors.As(err, &te) {
-		t.Fatalf("got error %v (%T), want a *trajectory.Error containing %q", err, err, want.msg)
-	}
-	if te.Kind != want.kind || te.Line != want.line || !strings.Contains(te.Error(), want.msg) {
-		t.Fatalf("got kind %d line %d %q; want kind %d line %d containing %q", te.Kind, te.Line, te.Error(), want.kind, want.line, want.msg)
-	}
-}
+func TestGolden(t *testing.T) { corpus.TestGolden(t) }
 
 // TestHandChecked pins facts checked by hand against the files with jq, so a
 // wrong golden cannot be accepted by -update unnoticed.
@@ -162,10 +67,7 @@ func TestHandChecked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
-			tr, _, err := decodeFile(t, tt.file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, tr := formattest.DecodeFile(t, New(), tt.file)
 			var got [][]callWant
 			texts := 0
 			for _, a := range tr.Actions {
@@ -194,14 +96,8 @@ func TestHandChecked(t *testing.T) {
 // The same session as run events and as an export decodes to the same
 // actions, apart from where they sit in the file.
 func TestExportMatchesRunEvents(t *testing.T) {
-	run, _, err := decodeFile(t, "testdata/ortus_run_session2.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp, _, err := decodeFile(t, "testdata/export_ortus_session2.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, run := formattest.DecodeFile(t, New(), "testdata/ortus_run_session2.jsonl")
+	_, exp := formattest.DecodeFile(t, New(), "testdata/export_ortus_session2.json")
 	if exp.SessionID != run.SessionID || exp.Version != "1.18.27" || run.Version != "" {
 		t.Errorf("session %q/%q version %q/%q", exp.SessionID, run.SessionID, exp.Version, run.Version)
 	}
@@ -212,135 +108,29 @@ func TestExportMatchesRunEvents(t *testing.T) {
 }
 
 func TestDetect(t *testing.T) {
-	root := filepath.Dir(corpusDir)
-	dirs, err := os.ReadDir(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range dirs {
-		if !d.IsDir() {
-			continue
-		}
-		files, _ := filepath.Glob(filepath.Join(root, d.Name(), "*.json*"))
-		for _, f := range files {
-			head := readHead(t, f)
-			if got, want := New().Detect(head), d.Name() == trajectory.OpenCode; got != want {
-				t.Errorf("Detect(%s/%s) = %v, want %v", d.Name(), filepath.Base(f), got, want)
-			}
-		}
-	}
-	for _, f := range inputs(t) {
-		if !New().Detect(readHead(t, f)) {
-			t.Errorf("Detect(%s) = false", f)
-		}
-	}
-	// Heads of other agents' files, in case their test folders are absent.
-	for _, s := range foreignHeads {
-		if New().Detect([]byte(s)) {
-			t.Errorf("Detect claims %.80s", s)
-		}
-	}
+	corpus.TestDetect(t, filepath.Dir(corpusDir))
 	// A head cut in the middle of a long first line is still recognised.
-	data, err := os.ReadFile("testdata/ortus_run_session2.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !New().Detect(data[:300]) {
+	if !New().Detect(formattest.Head(t, "testdata/ortus_run_session2.jsonl")[:300]) {
 		t.Error("Detect misses a cut first line")
 	}
-}
-
-var foreignHeads = []string{
-	`{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"0a1b","version":"2.0.14","type":"user","message":{"role":"user","content":"hi"},"uuid":"u1","timestamp":"2025-10-01T00:00:00Z"}`,
-	`{"timestamp":"2025-09-24T19:22:20.000Z","type":"session_meta","payload":{"id":"01997e76","cwd":"/w","cli_version":"0.40.0"}}`,
-	`{"type":"thread.started","thread_id":"0199"}` + "\n" + `{"type":"error","message":"boom"}`,
-	`{"type":"session","version":3,"id":"019e963d-6bd6","timestamp":"2026-06-05T05:24:28.246Z","cwd":"/tmp"}`,
-	`{"type":"agent_start"}` + "\n" + `{"type":"turn_start"}`,
-	`{"type":"message_end","message":{"role":"assistant","content":[]}}`,
-	"{\n  \"info\": {\"exit_status\": \"Submitted\", \"submission\": \"\", \"mini_version\": \"1.0\"},\n  \"messages\": [{\"role\": \"system\", \"content\": \"x\"}],\n  \"trajectory_format\": \"mini-swe-agent-1\"\n}",
-	`[{"id":0,"source":"user","action":"message"}]`,
-}
-
-func readHead(t testing.TB, path string) []byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 64<<10)
-	n, _ := f.ReadAt(buf, 0)
-	return buf[:n]
 }
 
 // TestWritePrefix checks that the prefix through step n decodes to exactly
 // n steps whose actions equal the original's, and that a run-event prefix
 // is a byte prefix of the original.
 func TestWritePrefix(t *testing.T) {
-	for _, path := range inputs(t) {
-		if _, ok := refusedFiles[filepath.Base(path)]; ok {
-			continue
+	corpus.ForEach(t, func(t *testing.T, _ string, data []byte, tr *trajectory.Trajectory) {
+		if got, want := PrefixExtFor(tr), map[bool]string{true: "json", false: "jsonl"}[tr.Format == SubFormatExport]; got != want {
+			t.Errorf("PrefixExtFor = %s", got)
 		}
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			tr, data, err := decodeFile(t, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			steps := tr.Steps()
-			for n := 1; n <= len(steps); n++ {
-				var out bytes.Buffer
-				err := New().WritePrefix(&out, bytes.NewReader(data), int64(len(data)), tr, n)
-				if berr := trajectory.CheckBoundary(tr, n); berr != nil {
-					if err == nil {
-						t.Errorf("step %d: WritePrefix accepted a boundary CheckBoundary refuses (%v)", n, berr)
-					}
-					continue
-				}
-				if err != nil {
-					t.Fatalf("step %d: %v", n, err)
-				}
-				if tr.Format == SubFormatRunEvents && !bytes.HasPrefix(data, out.Bytes()) {
-					t.Fatalf("step %d: prefix is not a byte prefix of the original", n)
-				}
-				if got, want := PrefixExtFor(tr), map[bool]string{true: "json", false: "jsonl"}[tr.Format == SubFormatExport]; got != want {
-					t.Errorf("PrefixExtFor = %s", got)
-				}
-				pt, err := New().Decode(bytes.NewReader(out.Bytes()), trajectory.Options{})
-				if err != nil {
-					t.Fatalf("step %d: prefix does not decode: %v\n%s", n, err, out.Bytes())
-				}
-				if len(pt.Steps()) != n {
-					t.Fatalf("step %d: prefix has %d steps", n, len(pt.Steps()))
-				}
-				k := tr.ActionIndex(n)
-				// DeepEqual first: cmp.Diff over hundreds of actions is slow,
-				// and only a mismatch needs its report.
-				if !reflect.DeepEqual(tr.Actions[:k+1], pt.Actions) {
-					t.Fatalf("step %d: prefix actions differ (-orig +prefix):\n%s", n, cmp.Diff(tr.Actions[:k+1], pt.Actions))
-				}
-				if got := New().PrefixModelTurns(tr, n); got != k+1 {
-					t.Errorf("PrefixModelTurns(%d) = %d, want %d", n, got, k+1)
-				}
-				if pt.SessionID != tr.SessionID || pt.Version != tr.Version {
-					t.Errorf("step %d: prefix session %q version %q", n, pt.SessionID, pt.Version)
-				}
-			}
-			for _, bad := range []int{0, len(steps) + 1} {
-				if err := New().WritePrefix(&bytes.Buffer{}, bytes.NewReader(data), int64(len(data)), tr, bad); err == nil {
-					t.Errorf("WritePrefix(%d) succeeded", bad)
-				}
-			}
-		})
-	}
+		formattest.CheckPrefixes(t, New(), data, tr, formattest.AllSteps(tr), formattest.Verbatim(data, tr, tr.Format == SubFormatRunEvents))
+	})
 }
 
 // An export prefix is cut inside the boundary message when the message has
 // further steps, keeps the message info, and ends at the step's last part.
 func TestExportPrefixCut(t *testing.T) {
-	tr, data, err := decodeFile(t, "testdata/export_edge_cases.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, tr := formattest.DecodeFile(t, New(), "testdata/export_edge_cases.json")
 	var out bytes.Buffer
 	if err := New().WritePrefix(&out, bytes.NewReader(data), int64(len(data)), tr, 1); err != nil {
 		t.Fatal(err)
@@ -369,36 +159,32 @@ func TestExportPrefixCut(t *testing.T) {
 func TestReplayable(t *testing.T) {
 	tests := []struct {
 		name, args string
-		ok         bool
-		why        string
+		want       string // "" = replayable
 	}{
-		{"bash", `{"command":"ls","description":"list"}`, true, ""},
-		{"bash", `{"description":"list"}`, false, `"command"`},
-		{"read", `{"filePath":"/a"}`, true, ""},
-		{"write", `{"filePath":"/a","content":""}`, true, ""},
-		{"edit", `{"filePath":"/a","oldString":"x","newString":""}`, true, ""},
-		{"edit", `{"filePath":"/a","oldString":"x"}`, false, `"newString"`},
-		{"multiedit", `{"filePath":"/a","edits":[{"oldString":"a","newString":"b"}]}`, true, ""},
-		{"multiedit", `{"filePath":"/a","edits":[]}`, false, "edits"},
-		{"glob", `{"pattern":"*.go"}`, true, ""},
-		{"grep", `{"pattern":"x","include":"*.go"}`, true, ""},
-		{"list", `{}`, true, ""},
-		{"apply_patch", `{"patchText":"*** Begin Patch\n*** End Patch"}`, true, ""},
-		{"patch", `{}`, false, "patchText"},
-		{"todowrite", `{"todos":[]}`, true, ""},
-		{"todoread", `{}`, true, ""},
-		{"bash", `"ls"`, false, "not a JSON object"},
-		{"task", `{"prompt":"p"}`, false, "subagent"},
-		{"webfetch", `{"url":"https://x"}`, false, "network"},
-		{"websearch", `{"query":"x"}`, false, "network"},
-		{"codegraph_codegraph_explore", `{"query":"x"}`, false, "MCP"},
-		{"frobnicate", `{}`, false, "not a built-in OpenCode tool"},
+		{"bash", `{"command":"ls","description":"list"}`, ""},
+		{"bash", `{"description":"list"}`, `"command"`},
+		{"read", `{"filePath":"/a"}`, ""},
+		{"write", `{"filePath":"/a","content":""}`, ""},
+		{"edit", `{"filePath":"/a","oldString":"x","newString":""}`, ""},
+		{"edit", `{"filePath":"/a","oldString":"x"}`, `"newString"`},
+		{"multiedit", `{"filePath":"/a","edits":[{"oldString":"a","newString":"b"}]}`, ""},
+		{"multiedit", `{"filePath":"/a","edits":[]}`, "edits"},
+		{"glob", `{"pattern":"*.go"}`, ""},
+		{"grep", `{"pattern":"x","include":"*.go"}`, ""},
+		{"list", `{}`, ""},
+		{"apply_patch", `{"patchText":"*** Begin Patch\n*** End Patch"}`, ""},
+		{"patch", `{}`, "patchText"},
+		{"todowrite", `{"todos":[]}`, ""},
+		{"todoread", `{}`, ""},
+		{"bash", `"ls"`, "not a JSON object"},
+		{"task", `{"prompt":"p"}`, "subagent"},
+		{"webfetch", `{"url":"https://x"}`, "network"},
+		{"websearch", `{"query":"x"}`, "network"},
+		{"codegraph_codegraph_explore", `{"query":"x"}`, "MCP"},
+		{"frobnicate", `{}`, "not a built-in OpenCode tool"},
 	}
 	for _, tt := range tests {
-		err := New().CheckReplayable(&trajectory.ToolCall{Name: tt.name, Arguments: []byte(tt.args)})
-		if (err == nil) != tt.ok || err != nil && !strings.Contains(err.Error(), tt.why) {
-			t.Errorf("CheckReplayable(%s %s) = %v, want ok=%v containing %q", tt.name, tt.args, err, tt.ok, tt.why)
-		}
+		formattest.CheckReplayable(t, New(), tt.name, tt.args, tt.want)
 	}
 	tools := New().ReplayTools()
 	for _, want := range []string{"bash", "read", "write", "edit", "glob", "grep", "list", "patch", "apply_patch", "multiedit", "todowrite", "todoread"} {

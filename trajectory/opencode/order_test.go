@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
 // A recorded order is followed only when ripgrep could have produced it
@@ -66,10 +68,7 @@ func TestCwdOfRunEvents(t *testing.T) {
 		corpusDir + "/takopi_opencode_stream_success.jsonl": "",
 		"testdata/export_ortus_session2.json":               "/work/probe",
 	} {
-		tr, _, err := decodeFile(t, file)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, tr := formattest.DecodeFile(t, New(), file)
 		if tr.Cwd != want {
 			t.Errorf("%s: Cwd %q, want %q", file, tr.Cwd, want)
 		}

@@ -24,8 +24,8 @@ func rebuildInputs(t *testing.T) map[string][]byte {
 			out[rs.name+"/events"] = readMaybeGz(t, rs.stdout)
 		}
 	}
-	for _, p := range inputs(t) {
-		if _, refused := refusedFiles[filepath.Base(p)]; !refused {
+	for _, p := range corpus.Files(t) {
+		if _, refused := corpus.Refused[filepath.Base(p)]; !refused {
 			out[filepath.Base(p)] = readMaybeGz(t, p)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
 // sessionFiles are the session-file inputs (v1 and v3, trees included)
@@ -19,12 +20,12 @@ import (
 func sessionFiles(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, p := range inputs(t) {
-		if _, refused := refusedFiles[filepath.Base(p)]; refused {
+	for _, p := range corpus.Files(t) {
+		if _, refused := corpus.Refused[filepath.Base(p)]; refused {
 			continue
 		}
-		tr, _, err := decodeFile(t, p)
-		if err != nil || tr.Format == SubFormatEvents || len(tr.Steps()) == 0 {
+		_, tr := formattest.DecodeFile(t, New(), p)
+		if tr.Format == SubFormatEvents || len(tr.Steps()) == 0 {
 			continue
 		}
 		out = append(out, p)
@@ -75,10 +76,7 @@ func prefix(t *testing.T, data []byte, tr *trajectory.Trajectory, after int) []b
 func TestRebuildUnchanged(t *testing.T) {
 	for _, p := range sessionFiles(t) {
 		t.Run(filepath.Base(p), func(t *testing.T) {
-			tr, data, err := decodeFile(t, p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data, tr := formattest.DecodeFile(t, New(), p)
 			for after := 1; after <= len(tr.Steps()); after++ {
 				if trajectory.CheckBoundary(tr, after) != nil {
 					continue
@@ -98,10 +96,7 @@ func TestRebuildUnchanged(t *testing.T) {
 func TestRebuildOneChanged(t *testing.T) {
 	for _, p := range sessionFiles(t) {
 		t.Run(filepath.Base(p), func(t *testing.T) {
-			tr, data, err := decodeFile(t, p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data, tr := formattest.DecodeFile(t, New(), p)
 			after := len(tr.Steps())
 			for after > 1 && trajectory.CheckBoundary(tr, after) != nil {
 				after--
@@ -249,12 +244,9 @@ func TestRebuildShapes(t *testing.T) {
 
 // TestRebuildEventStream: --mode json output cannot be continued.
 func TestRebuildEventStream(t *testing.T) {
-	tr, data, err := decodeFile(t, "testdata/mode_json_parallel.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data, tr := formattest.DecodeFile(t, New(), "testdata/mode_json_parallel.jsonl")
 	var b bytes.Buffer
-	err = Format.(trajectory.Replayer).Rebuild(&b, bytes.NewReader(data), int64(len(data)), tr, 1, recorded(tr, 1))
+	err := Format.(trajectory.Replayer).Rebuild(&b, bytes.NewReader(data), int64(len(data)), tr, 1, recorded(tr, 1))
 	if err == nil || !trajectory.IsUnsupported(err) || !strings.Contains(err.Error(), "session file") {
 		t.Fatalf("Rebuild of an event stream: %v, want an Unsupported error asking for the session file", err)
 	}

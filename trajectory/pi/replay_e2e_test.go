@@ -16,6 +16,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
 // e2eDir holds sessions the real pi CLI (0.73.1) recorded against a
@@ -90,10 +91,7 @@ func TestReplayRecordedSession(t *testing.T) {
 	}
 	for _, path := range sessions {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			tr, data, err := decodeFile(t, path)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data, tr := formattest.DecodeFile(t, New(), path)
 			manifest, err := os.ReadFile(filepath.Join(e2eDir, "manifest.json"))
 			if err != nil {
 				t.Fatal(err)
