@@ -61,8 +61,9 @@
 // cancellation cancels the upstream request. Stats.LastFailure classifies model
 // failures for the engine: rate_limit (429), internal (5xx), connection.
 //
-// Another Upstream (the recorded upstream that plays the original trajectory)
-// implements the same two methods and returns an *http.Response to relay.
+// Another Upstream (the recorded upstream that plays the original trajectory,
+// package bridge/recorded) implements the same two methods and returns an
+// *http.Response to relay. The per-agent Conversations live in bridge/envelope.
 //
 // # Secrets
 //

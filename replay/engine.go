@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/pvisor/pvisor/bridge/recorded"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -38,6 +39,14 @@ type run struct {
 	outputDir string
 	journal   *result.Journal
 	plan      *Plan
+
+	// Set by replayPrefix for the continuation.
+	rebuilt []byte
+	summary *Summary
+	// Continuation state (continue.go).
+	cont     *contState
+	recorded *recorded.Upstream
+	degraded []string // why quality is degraded beyond stale observations
 }
 
 // Run executes a request and returns its result; it never returns nil. The
@@ -63,9 +72,6 @@ func Run(ctx context.Context, req *Request) *result.Result {
 func (r *run) execute(ctx context.Context) error {
 	if err := r.req.Validate(); err != nil {
 		return err
-	}
-	if r.req.Mode == Continue {
-		return fail(result.ConfigurationError, "continuing the agent is not available in this build yet; use --replay-only or --prepare-only")
 	}
 	if r.needsOverlay() {
 		return r.runIsolated(ctx)
@@ -104,12 +110,24 @@ func (r *run) execute(ctx context.Context) error {
 	}
 	r.res.SetPhase(result.PhasePrepared)
 	r.res.Quality = result.QualityVerified
-	if r.req.Mode == ReplayOnly {
+	if r.req.Mode == Continue {
+		// Everything that can refuse the continuation is checked before a
+		// tool runs: the agent CLI, its version, the upstream.
+		if err := r.prepareContinue(ctx); err != nil {
+			return err
+		}
+	}
+	if r.req.Mode != PrepareOnly {
 		if err := r.replayPrefix(ctx); err != nil {
 			return err
 		}
 	}
-	if len(plan.Stale) > 0 {
+	if r.req.Mode == Continue {
+		if err := r.continueAgent(ctx); err != nil {
+			return err
+		}
+	}
+	if len(plan.Stale) > 0 || len(r.degraded) > 0 {
 		r.res.Quality = result.QualityDegraded
 	}
 	if err := r.journal.Append(result.EventRunFinished, map[string]any{"status": *r.res.Phase}); err != nil {

@@ -130,6 +130,7 @@ func (r *run) replayPrefix(ctx context.Context) error {
 			summary.DifferentObservations++
 		}
 	}
+	r.summary = &summary
 	return r.writeJSONArtifact("replay-summary.json", "replay_summary", "sandbox-playback/summary-v1", summary)
 }
 
@@ -201,7 +202,8 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 		return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
 	}
 	r.artifact("native_reconstructed_session", p.Format.Agent()+"/native-"+ext, path)
-	h := sha256.Sum256([]byte(sb.String()))
+	r.rebuilt = []byte(sb.String())
+	h := sha256.Sum256(r.rebuilt)
 	sum := hex.EncodeToString(h[:])
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"sha256": sum}); err != nil {
 		return "", fail(result.InternalError, "journal: %v", err)

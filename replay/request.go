@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Mode selects how far a run goes.
@@ -51,10 +52,15 @@ type Request struct {
 	AllowUntestedVersion   bool
 	DisableThinking        bool
 	Upstream               string
+	// IdleTimeout stops a continued agent that neither writes output nor
+	// talks to the model for this long; 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration `json:",omitempty"`
 
 	Run        RunConfig
 	Overlay    OverlayConfig
 	Overlaynet OverlaynetConfig
+
+	Hooks *Hooks `json:"-"`
 }
 
 // RunConfig is the [run] table: how tools are executed.

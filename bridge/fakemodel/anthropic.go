@@ -13,7 +13,7 @@ func anthropicCallID(t turn, i int, c ToolCall) string {
 	if c.ID != "" {
 		return c.ID
 	}
-	return fakeID("toolu_fake", "call", t.index, i)
+	return t.id("toolu_fake", "call", t.index, i)
 }
 
 // signature is an opaque stand-in for Anthropic's thinking signature; clients only
@@ -43,7 +43,7 @@ func anthropicUsage(t turn, output int) obj {
 }
 
 func writeAnthropic(w http.ResponseWriter, t turn, stream bool) error {
-	id := fakeID("msg_fake", t.proto, t.seq)
+	id := t.id("msg_fake", t.proto, t.seq)
 	r := t.reply
 	if !stream {
 		var content []obj

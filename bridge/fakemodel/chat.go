@@ -11,7 +11,7 @@ func chatCallID(t turn, i int, c ToolCall) string {
 	if c.ID != "" {
 		return c.ID
 	}
-	return fakeID("call_fake", "call", t.index, i)
+	return t.id("call_fake", "call", t.index, i)
 }
 
 func chatFinish(r Reply) string {
@@ -27,7 +27,7 @@ func chatUsage(t turn) obj {
 }
 
 func writeChat(w http.ResponseWriter, t turn, stream bool) error {
-	id := fakeID("chatcmpl-fake", t.seq)
+	id := t.id("chatcmpl-fake", t.seq)
 	r := t.reply
 	if !stream {
 		msg := obj{{"role", "assistant"}}

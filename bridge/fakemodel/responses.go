@@ -23,7 +23,7 @@ func responseItems(t turn) []rItem {
 	r := t.reply
 	var items []rItem
 	if r.Thinking != "" {
-		id := fakeID("rs_fake", t.seq, "reasoning")
+		id := t.id("rs_fake", t.seq, "reasoning")
 		done := obj{{"id", id}, {"type", "reasoning"},
 			{"summary", []obj{{{"type", "summary_text"}, {"text", r.Thinking}}}}}
 		if t.encrypted {
@@ -34,7 +34,7 @@ func responseItems(t turn) []rItem {
 			added: obj{{"id", id}, {"type", "reasoning"}, {"summary", []any{}}}, done: done})
 	}
 	if r.Text != "" {
-		id := fakeID("msg_fake", t.seq, "message")
+		id := t.id("msg_fake", t.seq, "message")
 		items = append(items, rItem{kind: "message", id: id, text: r.Text,
 			added: obj{{"id", id}, {"type", "message"}, {"status", "in_progress"}, {"content", []any{}}, {"role", "assistant"}},
 			done: obj{{"id", id}, {"type", "message"}, {"status", "completed"},
@@ -43,16 +43,16 @@ func responseItems(t turn) []rItem {
 	for i, c := range r.ToolCalls {
 		call := c.ID
 		if call == "" {
-			call = fakeID("call_fake", "call", t.index, i)
+			call = t.id("call_fake", "call", t.index, i)
 		}
 		if c.custom() {
-			id := fakeID("ctc_fake", t.seq, i)
+			id := t.id("ctc_fake", t.seq, i)
 			items = append(items, rItem{kind: "custom_tool_call", id: id, text: c.Input, call: call, name: c.Name,
 				added: obj{{"id", id}, {"type", "custom_tool_call"}, {"status", "in_progress"}, {"call_id", call}, {"input", ""}, {"name", c.Name}},
 				done:  obj{{"id", id}, {"type", "custom_tool_call"}, {"status", "completed"}, {"call_id", call}, {"input", c.Input}, {"name", c.Name}}})
 			continue
 		}
-		id := fakeID("fc_fake", t.seq, i)
+		id := t.id("fc_fake", t.seq, i)
 		items = append(items, rItem{kind: "function_call", id: id, text: c.args(), call: call, name: c.Name,
 			added: obj{{"id", id}, {"type", "function_call"}, {"status", "in_progress"}, {"arguments", ""}, {"call_id", call}, {"name", c.Name}},
 			done:  obj{{"id", id}, {"type", "function_call"}, {"status", "completed"}, {"arguments", c.args()}, {"call_id", call}, {"name", c.Name}}})
@@ -68,7 +68,7 @@ func responseObject(t turn, status string, output []obj, usage any) obj {
 	if output == nil {
 		output = []obj{}
 	}
-	return obj{{"id", fakeID("resp_fake", t.seq)}, {"object", "response"}, {"created_at", t.created},
+	return obj{{"id", t.id("resp_fake", t.seq)}, {"object", "response"}, {"created_at", t.created},
 		{"status", status}, {"error", nil}, {"incomplete_details", nil}, {"model", t.model},
 		{"output", output}, {"parallel_tool_calls", true}, {"previous_response_id", nil},
 		{"store", false}, {"usage", usage}}

@@ -17,9 +17,9 @@
 //	 "models": ["ids for GET /v1/models"]}
 //
 // Which reply answers a request is decided by the request alone: reply i answers a
-// conversation that already holds i assistant turns. Retries, resumed sessions and
-// concurrent requests therefore get consistent answers, and tool call ids depend only
-// on (reply, call) so they match across retries. A request without tools (title,
+// conversation that already holds i assistant turns (n+i with WithReplyOffset(n)).
+// Retries, resumed sessions and concurrent requests therefore get consistent answers,
+// and tool call ids depend only on (reply, call) so they match across retries. A request without tools (title,
 // quota or summary calls) is a side call and never takes a reply. Custom (freeform)
 // calls exist only in the Responses API; serving one over another protocol is a 400.
 package fakemodel
@@ -87,6 +87,9 @@ type Request struct {
 type Server struct {
 	script Script
 	now    func() time.Time
+	offset int    // assistant turns before reply 0
+	seed   string // mixed into generated ids
+	lean   bool   // record requests without their bodies
 
 	mu   sync.Mutex
 	seq  int
@@ -100,6 +103,21 @@ type Option func(*Server)
 
 // WithClock fixes the clock used for created timestamps (golden tests).
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithReplyOffset makes reply i answer a conversation that already holds n+i
+// assistant turns: a session resumed after n recorded turns gets the script
+// from its start. A main request with fewer than n turns is answered 400.
+func WithReplyOffset(n int) Option { return func(s *Server) { s.offset = n } }
+
+// WithIDSeed mixes seed into every id the server generates (items, calls,
+// responses), so replies served into a conversation that already holds ids
+// from an earlier server never repeat one of them.
+func WithIDSeed(seed string) Option { return func(s *Server) { s.seed = seed } }
+
+// WithoutBodies records requests without their bodies, for long-lived servers
+// whose callers only need the kinds and replies served (bodies hold the whole
+// conversation each time).
+func WithoutBodies() Option { return func(s *Server) { s.lean = true } }
 
 // WithLog also writes every answered request as one JSON line to w (in completion
 // order; Seq gives the arrival order).
@@ -185,9 +203,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		openAIError(sw, status, err.Error())
 		return
 	}
-	if json.Valid(body) {
+	switch {
+	case s.lean:
+	case json.Valid(body):
 		rec.Body = body
-	} else if len(body) > 0 {
+	case len(body) > 0:
 		rec.BodyText = string(body)
 	}
 
@@ -217,7 +237,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type turn struct {
 	proto        Protocol
 	kind         string
-	index        int // script index, -1 for side and final replies
+	index        int    // script index, -1 for side and final replies
+	seed         string // Server.seed
 	reply        Reply
 	model        string
 	seq          int
@@ -237,6 +258,7 @@ func (s *Server) answer(w http.ResponseWriter, rec *Request, p Protocol, body []
 	req := gjson.ParseBytes(body)
 	t := turn{
 		proto:        p,
+		seed:         s.seed,
 		model:        req.Get("model").String(),
 		inputTokens:  estimateTokens(len(body)),
 		created:      s.now().Unix(),
@@ -249,13 +271,19 @@ func (s *Server) answer(w http.ResponseWriter, rec *Request, p Protocol, body []
 	rec.Stream = req.Get("stream").Bool()
 	rec.Turn = assistantTurns(p, req)
 	t.index = -1
+	reply := rec.Turn - s.offset
 	switch {
 	case len(req.Get("tools").Array()) == 0:
 		t.kind = KindSide
 		t.reply = Reply{Text: s.sideText(p, req)}
-	case rec.Turn < len(s.script.Replies):
-		t.kind, t.index = KindMain, rec.Turn
-		t.reply = s.script.Replies[rec.Turn]
+	case reply < 0:
+		rec.Kind = KindInvalid
+		providerError(w, p, http.StatusBadRequest, fmt.Sprintf(
+			"fake model: the conversation holds %d assistant turns, fewer than the %d the script starts after", rec.Turn, s.offset))
+		return
+	case reply < len(s.script.Replies):
+		t.kind, t.index = KindMain, reply
+		t.reply = s.script.Replies[reply]
 	default:
 		t.kind = KindFinal
 		t.reply = Reply{Text: or(s.script.Final, defaultFinal)}
@@ -276,19 +304,34 @@ func (s *Server) answer(w http.ResponseWriter, rec *Request, p Protocol, body []
 	var err error
 	switch p {
 	case Anthropic:
-		w.Header().Set("request-id", fakeID("req_fake", t.seq))
+		w.Header().Set("request-id", t.id("req_fake", t.seq))
 		err = writeAnthropic(w, t, rec.Stream)
 	case Responses:
-		w.Header().Set("x-request-id", fakeID("req_fake", t.seq))
+		w.Header().Set("x-request-id", t.id("req_fake", t.seq))
 		err = writeResponses(w, t, rec.Stream)
 	case Chat:
-		w.Header().Set("x-request-id", fakeID("req_fake", t.seq))
+		w.Header().Set("x-request-id", t.id("req_fake", t.seq))
 		err = writeChat(w, t, rec.Stream)
 	}
 	if err != nil {
 		// The client went away mid-answer; keep that visible in the log.
 		rec.Error = err.Error()
 	}
+}
+
+// id is fakeID with the server's seed, when it has one, in front of parts.
+func (t turn) id(prefix string, parts ...any) string {
+	if t.seed != "" {
+		parts = append([]any{t.seed}, parts...)
+	}
+	return fakeID(prefix, parts...)
+}
+
+// AssistantTurns counts the model responses already in a request body's
+// conversation, the way the server picks a reply (see Script). p is the
+// body's protocol.
+func AssistantTurns(p Protocol, body []byte) int {
+	return assistantTurns(p, gjson.ParseBytes(body))
 }
 
 // assistantTurns counts the model responses already in the conversation. Chat and

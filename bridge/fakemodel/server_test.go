@@ -401,3 +401,53 @@ func TestClientGoneIsRecorded(t *testing.T) {
 		}
 	}
 }
+
+// A script served with an offset starts after the turns a resumed session
+// already holds, and a seed keeps its generated ids apart from an unseeded
+// server's (the one that answered the recorded turns).
+func TestReplyOffsetAndIDSeed(t *testing.T) {
+	const tools = `"tools":[{"type":"function","name":"exec_command"}]`
+	turns := func(n int) string {
+		items := []string{`{"type":"message","role":"user","content":[]}`}
+		for i := 0; i < n; i++ {
+			items = append(items, `{"type":"function_call","call_id":"c`+fmt.Sprint(i)+`"}`,
+				`{"type":"function_call_output","call_id":"c`+fmt.Sprint(i)+`"}`)
+		}
+		return `{` + tools + `,"input":[` + strings.Join(items, ",") + `]}`
+	}
+	for _, tc := range []struct {
+		turns       int
+		kind        string
+		reply, code int
+	}{
+		{1, KindInvalid, -1, 400},
+		{2, KindMain, 0, 200},
+		{3, KindMain, 1, 200},
+		{5, KindFinal, -1, 200},
+	} {
+		s := New(turnScript, WithReplyOffset(2))
+		res, body := do(t, s, "POST", "/v1/responses", turns(tc.turns))
+		got := last(s)
+		if res.StatusCode != tc.code || got.Kind != tc.kind || got.Reply != tc.reply || got.Turn != tc.turns {
+			t.Errorf("%d turns: status %d kind %s reply %d turn %d, want %d %s %d %d\n%s",
+				tc.turns, res.StatusCode, got.Kind, got.Reply, got.Turn, tc.code, tc.kind, tc.reply, tc.turns, body)
+		}
+		if n := AssistantTurns(Responses, []byte(turns(tc.turns))); n != tc.turns {
+			t.Errorf("AssistantTurns = %d, want %d", n, tc.turns)
+		}
+	}
+
+	ids := func(opts ...Option) []string {
+		_, body := do(t, New(turnScript, opts...), "POST", "/v1/responses", turns(0))
+		return []string{gjson.GetBytes(body, "output.0.id").Str, gjson.GetBytes(body, "output.0.call_id").Str, gjson.GetBytes(body, "id").Str}
+	}
+	plain, seeded, again := ids(), ids(WithIDSeed("run-1")), ids(WithIDSeed("run-1"))
+	for i := range plain {
+		if plain[i] == "" || plain[i] == seeded[i] {
+			t.Errorf("id %d: unseeded %q, seeded %q: the seed must change it", i, plain[i], seeded[i])
+		}
+	}
+	if d := cmp.Diff(seeded, again); d != "" {
+		t.Errorf("seeded ids are not deterministic:\n%s", d)
+	}
+}

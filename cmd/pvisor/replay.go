@@ -30,7 +30,16 @@ Modes:
 
 Examples:
     $ pvisor replay --prepare-only --agent claude-code --trajectory s.jsonl --after-step 2
+    $ pvisor replay --agent codex --trajectory rollout.jsonl --after-step 3 --upstream recorded
     $ pvisor replay --config experiment.toml
+
+Continuing: the agent CLI (--agent-entrypoint, or found on PATH) resumes its
+rebuilt session through a loopback bridge that checks every model request
+against it. --upstream recorded plays the trajectory's own next actions (no
+model service); otherwise the bridge forwards to the agent's own protocol,
+configured from the provider's usual variables: OPENAI_API_KEY and
+OPENAI_BASE_URL, or ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and
+ANTHROPIC_BASE_URL. Keys stay with pvisor; the agent never sees them.
 
 Exit codes: 0 ok, 2 configuration, 10 trajectory, 11 unsupported agent or
 version, 20 workspace, 30 executor, 31 ambiguous execution, 40 continuation
@@ -100,7 +109,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.StringArrayVar(&req.AgentArgs, "agent-arg", nil, "extra native `argument` for the agent CLI (repeatable)")
 	fs.BoolVar(&req.AllowUntestedVersion, "allow-untested-version", false, "run an agent version outside the tested range (quality becomes degraded)")
 	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "ask the model not to think during the continuation")
-	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: anthropic, openai-responses, openai-chat or recorded")
+	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.IntVar(&req.Run.TimeoutMS, "timeout-ms", 0, "overall time limit in `ms` (0 = none)")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")

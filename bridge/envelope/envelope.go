@@ -1,0 +1,168 @@
+// Package envelope holds the per-agent resume-envelope strippers: the
+// bridge.Conversation each agent's continuation runs through.
+//
+// A CLI cannot resume a session that ends at a tool result without a new user
+// message, so pvisor resumes it with a transport nonce
+// (__PVISOR_NATIVE_REPLAY_<32 hex>__) and the CLI adds it, and sometimes more
+// (the resume envelope), to every model request. Each agent's envelope checks
+// every request against the rebuilt session, removes what the resume added,
+// puts the boundary user prompt where the nonce was (when one was asked for),
+// and refuses anything that does not match: a refused request is never
+// forwarded. Checks are pure functions of the request, so retries and
+// concurrent requests get the same answer.
+//
+// The shared parts live here: options, the step budget, and the report that
+// goes into the run's metadata (counts, lengths and digests; never prompt
+// text).
+package envelope
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"slices"
+	"sync"
+
+	"github.com/pvisor/pvisor/bridge"
+)
+
+// Options configure any agent's envelope.
+type Options struct {
+	// Nonce is the transport prompt the CLI was resumed with (NewNonce).
+	Nonce string
+	// Prompt is the boundary user prompt, "" for none. It is injected where
+	// the nonce was, in every request.
+	Prompt string
+	// MaxLiveTurns is the step budget after the boundary: a request whose
+	// conversation already holds this many model turns past the boundary
+	// asks for one too many. 0 means no budget.
+	MaxLiveTurns int
+	// OnBudget is called once, when the first request over the budget
+	// arrives. That request is held, unanswered, until its client goes away:
+	// the engine stops the agent, and nothing reaches the model.
+	OnBudget func()
+}
+
+// Conversation is a bridge.Conversation that reports what it saw.
+type Conversation interface {
+	bridge.Conversation
+	Report() Report
+}
+
+// Report is what an envelope saw, for the run's metadata.
+type Report struct {
+	Checked         int           `json:"checked"`  // model requests checked
+	Accepted        int           `json:"accepted"` // requests forwarded
+	NonceRemoved    int           `json:"nonce_removed"`
+	PromptInjected  int           `json:"prompt_injections"`
+	BoundaryEnds    int           `json:"boundary_requests"` // requests ending at the boundary: the first turn and its retries
+	MaxLiveTurns    int           `json:"max_live_turns"`    // most model turns past the boundary in one request
+	BudgetExceeded  bool          `json:"budget_exceeded"`
+	RuntimeItems    int           `json:"runtime_items"` // items the CLI regenerates on every launch, checked by shape
+	ContextInserted []ContextItem `json:"context_items"`
+}
+
+// ContextItem is a world-state update the CLI inserted between the boundary
+// and the nonce (a new date, skills list, working directory). It is forwarded
+// as native context and listed here, since the model saw something the
+// recorded session did not have at this point.
+type ContextItem struct {
+	Role   string `json:"role"`
+	Tag    string `json:"tag"`    // the text's outer element, e.g. environment_context
+	Length int    `json:"length"` // bytes of text
+	SHA256 string `json:"sha256"`
+	// Requests counts the forwarded requests that carried it.
+	Requests int `json:"requests"`
+}
+
+const noncePrefix, nonceSuffix = "__PVISOR_NATIVE_REPLAY_", "__"
+
+var nonceRe = regexp.MustCompile(`^__PVISOR_NATIVE_REPLAY_[0-9a-f]{32}__$`)
+
+// NewNonce returns a fresh transport nonce: 128 random bits, so it cannot
+// occur in a session by chance.
+func NewNonce() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic("envelope: crypto/rand failed: " + err.Error())
+	}
+	return noncePrefix + hex.EncodeToString(b) + nonceSuffix
+}
+
+// ValidNonce reports whether s has the shape NewNonce returns.
+func ValidNonce(s string) bool { return nonceRe.MatchString(s) }
+
+// tracker is the shared bookkeeping of an envelope.
+type tracker struct {
+	opts       Options
+	budgetOnce sync.Once
+
+	mu  sync.Mutex
+	rep Report
+}
+
+func (t *tracker) checked() {
+	t.mu.Lock()
+	t.rep.Checked++
+	t.mu.Unlock()
+}
+
+// accepted records one forwarded request.
+func (t *tracker) accepted(live int, boundary, injected bool, runtime int, ctxItems []ContextItem) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := &t.rep
+	r.Accepted++
+	r.NonceRemoved++
+	if injected {
+		r.PromptInjected++
+	}
+	if boundary {
+		r.BoundaryEnds++
+	}
+	r.MaxLiveTurns = max(r.MaxLiveTurns, live)
+	r.RuntimeItems = max(r.RuntimeItems, runtime)
+	for _, c := range ctxItems {
+		i := slices.IndexFunc(r.ContextInserted, func(o ContextItem) bool { return o.SHA256 == c.SHA256 })
+		if i < 0 {
+			r.ContextInserted = append(r.ContextInserted, c)
+			i = len(r.ContextInserted) - 1
+		}
+		r.ContextInserted[i].Requests++
+	}
+}
+
+// Report returns a copy of the counts so far.
+func (t *tracker) Report() Report {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := t.rep
+	r.ContextInserted = slices.Clone(r.ContextInserted)
+	return r
+}
+
+// overBudget holds a request that asks for more model turns than the budget
+// allows until its client goes away, and returns that as its error, which the
+// bridge records as a cancelled request rather than a refusal.
+func (t *tracker) overBudget(ctx context.Context, live int) error {
+	if t.opts.MaxLiveTurns <= 0 || live < t.opts.MaxLiveTurns {
+		return nil
+	}
+	t.budgetOnce.Do(func() {
+		t.mu.Lock()
+		t.rep.BudgetExceeded = true
+		t.mu.Unlock()
+		if t.opts.OnBudget != nil {
+			t.opts.OnBudget()
+		}
+	})
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func digest(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

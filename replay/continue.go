@@ -1,0 +1,357 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/replay/relocate"
+	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// DefaultIdleTimeout stops a continued agent that neither writes output nor
+// exchanges a byte with the model for this long.
+const DefaultIdleTimeout = 10 * time.Minute
+
+// Journal events of the continuation.
+const (
+	eventContinuationStarted  = "continuation_started"
+	eventContinuationFinished = "continuation_finished"
+)
+
+// promptPosition is where the boundary prompt goes: right after O′N, where
+// the transport nonce sat.
+const promptPosition = "after_boundary_observation"
+
+// contState is what prepareContinue settled before any tool ran.
+type contState struct {
+	launcher Launcher
+	c        *Continuation
+	upstream bridge.Upstream
+	upMeta   map[string]any
+	budget   int // live model turns allowed; 0 = no limit
+}
+
+// prepareContinue resolves everything the continuation needs that can refuse
+// it — the launcher, the CLI and its version, the upstream — so a run that
+// cannot continue fails before the prefix changes the workspace.
+func (r *run) prepareContinue(ctx context.Context) error {
+	agent := r.plan.Format.Agent()
+	l, ok := launchers[agent]
+	if !ok {
+		return fail(result.UnsupportedAgent, "continuing %s is not supported yet; use --replay-only to replay the prefix and rebuild its session", agent)
+	}
+	env := r.baseEnv()
+	entry, source, err := entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
+	if err != nil {
+		return err
+	}
+	r.res.Agent.Entrypoint, r.res.Agent.LaunchSource = &entry, source
+	if v := r.plan.Trajectory.Version; v != "" {
+		r.res.Metadata["trajectory_agent_version"] = v
+	}
+	version, err := probeVersion(ctx, entry, env)
+	if err != nil {
+		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
+	}
+	r.res.Agent.Version = &version
+	if err := r.checkVersion(l, version); err != nil {
+		return err
+	}
+	ws, err := r.workspace()
+	if err != nil {
+		return err
+	}
+	c := &Continuation{Plan: r.plan, AfterStep: r.req.AfterStep, Source: r.req.Trajectory, Workspace: ws,
+		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: r.req.AgentArgs}
+	up, meta, err := r.upstream(l, c)
+	if err != nil {
+		return err
+	}
+	cs := &contState{launcher: l, c: c, upstream: up, upMeta: meta}
+	if r.req.MaxSteps > 0 {
+		cs.budget = r.req.MaxSteps - r.res.PrefixModelTurns // checkBudget made it positive
+	}
+	r.cont = cs
+	return nil
+}
+
+// continuation is one run of the agent CLI and what it left.
+type continuation struct {
+	stop    stopReason
+	code    int
+	signal  string
+	waitErr error
+	took    time.Duration
+	report  envelope.Report
+	stats   bridge.Stats
+	refusal *bridge.Refusal
+	coll    *Collected
+	collErr error
+}
+
+// continueAgent resumes the rebuilt session with the real CLI through the
+// bridge and reports what it did.
+func (r *run) continueAgent(ctx context.Context) error {
+	cs, agent := r.cont, r.plan.Format.Agent()
+	c := cs.c
+	c.Rebuilt = r.rebuilt
+	c.Home = filepath.Join(r.stateDir, agent+"-home")
+	if err := os.RemoveAll(c.Home); err != nil {
+		return fail(result.WorkspaceError, "agent home: %v", err)
+	}
+	if err := os.MkdirAll(c.Home, 0o700); err != nil {
+		return fail(result.WorkspaceError, "agent home: %v", err)
+	}
+	budget := make(chan struct{})
+	var budgetOnce sync.Once
+	c.Envelope = envelope.Options{Nonce: envelope.NewNonce(), Prompt: r.req.BoundaryUserPrompt, MaxLiveTurns: cs.budget,
+		OnBudget: func() { budgetOnce.Do(func() { close(budget) }) }}
+	staged, err := cs.launcher.Stage(c)
+	if err != nil {
+		return fail(result.ContinuationError, "staging the rebuilt %s session: %v", agent, err)
+	}
+	ct, err := r.runAgent(ctx, staged, budget)
+	if err != nil {
+		return err
+	}
+	return r.finishContinuation(ct)
+}
+
+// runAgent starts the bridge and the CLI and supervises it. It runs the CLI
+// from the calling goroutine (see startAgent).
+func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{}) (*continuation, error) {
+	cs, agent := r.cont, r.plan.Format.Agent()
+	logDir := filepath.Join(r.outputDir, "logs")
+	if err := os.MkdirAll(logDir, 0o700); err != nil {
+		return nil, fail(result.WorkspaceError, "logs: %v", err)
+	}
+	logs := map[string]*os.File{}
+	for _, name := range []string{"bridge.log", agent + "-stdout.log", agent + "-stderr.log"} {
+		f, err := openLog(filepath.Join(logDir, name))
+		if err != nil {
+			return nil, fail(result.WorkspaceError, "%v", err)
+		}
+		defer f.Close()
+		logs[name] = f
+		r.artifact("log", "text", f.Name())
+	}
+	activity := &atomic.Int64{}
+	conv := staged.Conversation()
+	srv, err := bridge.Start(bridge.Options{Upstream: activeUpstream{cs.upstream, activity}, Conversation: conv,
+		Logger: slog.New(slog.NewJSONHandler(logs["bridge.log"], nil))})
+	if err != nil {
+		return nil, fail(result.ContinuationError, "%v", err)
+	}
+	defer srv.Close()
+	cmd, err := staged.Command(BridgeAddr{URL: srv.URL(), Token: srv.Token()})
+	if err != nil {
+		return nil, fail(result.ContinuationError, "configuring %s: %v", agent, err)
+	}
+	env := append(r.baseEnv(), cmd.Env...)
+	if err := r.journal.Append(eventContinuationStarted, map[string]any{
+		"agent": agent, "version": *r.res.Agent.Version, "entrypoint": *r.res.Agent.Entrypoint,
+		"upstream": cs.upMeta["kind"], "max_live_steps": cs.budget,
+		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
+	}); err != nil {
+		return nil, fail(result.InternalError, "journal: %v", err)
+	}
+	idle := r.req.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	start := time.Now()
+	proc, err := startAgent(agentSpec{entry: *r.res.Agent.Entrypoint, args: cmd.Args, env: env, dir: cs.c.Workspace,
+		stdin: cmd.Stdin, stdout: logs[agent+"-stdout.log"], stderr: logs[agent+"-stderr.log"]}, activity)
+	if err != nil {
+		return nil, fail(result.ContinuationError, "starting %s: %v", *r.res.Agent.Entrypoint, err)
+	}
+	ct := &continuation{}
+	ct.stop = proc.supervise(ctx, watch{refused: srv.Refused(), budget: budget, idle: idle, activity: activity})
+	ct.code, ct.signal, ct.waitErr = proc.wait()
+	ct.took = time.Since(start)
+	srv.Close() // every record complete before the stats are read
+	ct.report, ct.stats, ct.refusal = conv.Report(), srv.Stats(), srv.Refusal()
+	ct.coll, ct.collErr = staged.Collect()
+	return ct, nil
+}
+
+// finishContinuation writes the continued session and the comparison, and
+// turns what happened into the result.
+func (r *run) finishContinuation(ct *continuation) error {
+	cs, agent := r.cont, r.plan.Format.Agent()
+	meta := map[string]any{
+		"stop_reason": ct.stop.String(), "exit_code": ct.code, "duration_ms": ct.took.Milliseconds(),
+		"bridge": ct.stats, "envelope": ct.report, "upstream": cs.upMeta,
+	}
+	if ct.signal != "" {
+		meta["signal"] = ct.signal
+	}
+	if r.recorded != nil {
+		cs.upMeta["recorded"] = r.recorded.Stats()
+	}
+	if cs.budget > 0 {
+		meta["max_live_steps"] = cs.budget
+	}
+	r.res.Metadata["continuation"] = meta
+
+	var continued *trajectory.Trajectory
+	if ct.collErr != nil {
+		meta["continued_session_error"] = ct.collErr.Error()
+	} else {
+		for k, v := range ct.coll.Metadata {
+			meta[k] = v
+		}
+		var err error
+		if continued, err = r.writeContinued(ct.coll.Session); err != nil {
+			return err
+		}
+	}
+	if continued != nil {
+		r.res.ContinuedSteps = liveActions(continued, r.req.AfterStep)
+		if err := r.compareNextAction(continued, ct.report.PromptInjected > 0); err != nil {
+			return err
+		}
+	}
+	r.promptMetadata(ct.report)
+	if n := len(ct.report.ContextInserted); n > 0 {
+		r.degrade(fmt.Sprintf("%s inserted %d context item(s) before the first model request, so it did not end exactly at the boundary observation", agent, n))
+	}
+
+	status, failure := r.classify(ct)
+	r.res.AgentStatus = status
+	if err := r.journal.Append(eventContinuationFinished, map[string]any{
+		"agent_status": status, "continued_steps": r.res.ContinuedSteps, "stop_reason": ct.stop.String(),
+		"exit_code": ct.code, "requests_forwarded": ct.stats.Forwarded, "requests_refused": ct.stats.Refused,
+	}); err != nil {
+		return fail(result.InternalError, "journal: %v", err)
+	}
+	if r.summary != nil {
+		r.summary.ContinuationStatus, r.summary.ContinuedSteps = status, r.res.ContinuedSteps
+		r.summary.BoundaryUserPrompt = r.res.Metadata["boundary_user_prompt"].(map[string]any)
+		if err := result.WriteJSON(filepath.Join(r.outputDir, "replay-summary.json"), r.summary); err != nil {
+			return fail(result.WorkspaceError, "replay-summary.json: %v", err)
+		}
+	}
+	if failure != nil {
+		return failure
+	}
+	r.res.SetPhase(result.PhaseContinued)
+	return nil
+}
+
+// classify turns how the CLI ended into an agent status and a failure.
+func (r *run) classify(ct *continuation) (string, *Failure) {
+	bin := filepath.Base(*r.res.Agent.Entrypoint)
+	logs := fmt.Sprintf("see logs/%s-stderr.log and logs/bridge.log", r.plan.Format.Agent())
+	switch {
+	case ct.stop == stopRefused && ct.refusal != nil:
+		return result.AgentFailed, fail(result.ContinuationError,
+			"the bridge refused a model request and stopped %s (nothing was forwarded): %s", bin, ct.refusal.Reason)
+	case ct.stop == stopBudget:
+		return result.AgentMaxSteps, nil
+	case ct.stop == stopIdle:
+		return result.AgentFailed, fail(result.ContinuationError, "%s showed no activity for %s and was stopped; %s", bin, r.idle(), logs)
+	case ct.stop == stopCanceled:
+		return result.AgentFailed, fail(result.ContinuationError, "the run was interrupted while %s was running", bin)
+	case ct.waitErr != nil:
+		return result.AgentFailed, fail(result.InternalError, "waiting for %s: %v", bin, ct.waitErr)
+	case ct.code != 0:
+		if lf := ct.stats.LastFailure; lf != nil {
+			cat := map[bridge.FailureKind]string{bridge.FailureRateLimit: result.ModelRateLimit,
+				bridge.FailureInternal: result.ModelInternalError, bridge.FailureConnection: result.ModelConnectionError}[lf.Kind]
+			return result.AgentFailed, fail(cat, "%s failed after the model upstream answered request %d with %d (%s); retry later", bin, lf.Seq, lf.Status, lf.Kind)
+		}
+		how := fmt.Sprintf("status %d", ct.code)
+		if ct.signal != "" {
+			how = "signal " + ct.signal
+		}
+		return result.AgentFailed, fail(result.ContinuationError, "%s ended with %s; %s", bin, how, logs)
+	case ct.report.Accepted == 0:
+		return result.AgentFailed, fail(result.ContinuationError, "%s ended without sending a model request through the bridge; %s", bin, logs)
+	case ct.collErr != nil:
+		return result.AgentFailed, fail(result.ContinuationError, "the continued session: %v", ct.collErr)
+	}
+	return result.AgentCompleted, nil
+}
+
+func (r *run) idle() time.Duration {
+	if r.req.IdleTimeout > 0 {
+		return r.req.IdleTimeout
+	}
+	return DefaultIdleTimeout
+}
+
+// writeContinued stores the cleaned session and decodes it with the agent's
+// own format.
+func (r *run) writeContinued(session []byte) (*trajectory.Trajectory, error) {
+	p := r.plan
+	ext := trajectory.PrefixExt(p.Format, p.Trajectory)
+	path := filepath.Join(r.outputDir, "native", "continued-session."+ext)
+	if err := result.WriteFile(path, session); err != nil {
+		return nil, fail(result.WorkspaceError, "continued session: %v", err)
+	}
+	r.artifact("native_continued_session", p.Format.Agent()+"/native-"+ext, path)
+	t, err := p.Format.Decode(bytes.NewReader(session), trajectory.Options{})
+	if err != nil {
+		// The session is kept for inspection; only the measurements are lost.
+		r.res.Metadata["continued_session_decode_error"] = err.Error()
+		return nil, nil
+	}
+	return t, nil
+}
+
+// compareNextAction writes next-action-comparison.json when both the
+// recording and the continuation have an action after the boundary.
+func (r *run) compareNextAction(continued *trajectory.Trajectory, injected bool) error {
+	orig, repl := actionAfter(r.plan.Trajectory, r.req.AfterStep), actionAfter(continued, r.req.AfterStep)
+	if orig == nil || repl == nil {
+		r.res.Metadata["next_action_comparison"] = map[string]any{"written": false,
+			"original_present": orig != nil, "replayed_present": repl != nil}
+		return nil
+	}
+	back := r.cont.c.Paths.Reverse()
+	cmp := result.CompareNextAction(signature(orig, relocate.Paths{}), signature(repl, back), injected)
+	if back.Active() {
+		r.res.Metadata["next_action_comparison"] = map[string]any{"written": true,
+			"replayed_paths_mapped": map[string]string{"from": back.From, "to": back.To}}
+	}
+	return r.writeJSONArtifact("next-action-comparison.json", "next_action_comparison", result.NextActionSchema, cmp)
+}
+
+// promptMetadata completes boundary_user_prompt from the envelope's counts.
+func (r *run) promptMetadata(rep envelope.Report) {
+	m := r.res.Metadata["boundary_user_prompt"].(map[string]any)
+	if r.req.BoundaryUserPrompt == "" {
+		return
+	}
+	m["injected"] = rep.PromptInjected > 0
+	m["injection_count"] = rep.PromptInjected
+	if rep.PromptInjected > 0 {
+		delete(m, "reason")
+		m["position"] = promptPosition
+	}
+}
+
+func (s stopReason) String() string {
+	switch s {
+	case stopRefused:
+		return "refused"
+	case stopBudget:
+		return "max_steps"
+	case stopIdle:
+		return "idle"
+	case stopCanceled:
+		return "canceled"
+	}
+	return "exited"
+}

@@ -1,0 +1,238 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/result"
+)
+
+// synthRollout is a small Codex rollout recorded in /rec/ws: three one-call
+// steps, then a final answer.
+func synthRollout(t *testing.T, dir string) string {
+	t.Helper()
+	ts := `"timestamp":"2026-11-29T10:00:00.000Z"`
+	lines := []string{
+		`{` + ts + `,"type":"session_meta","payload":{"id":"01a20000-0000-7000-8000-000000000001","timestamp":"2026-11-29T10:00:00.000Z","cwd":"/rec/ws","originator":"codex_exec","cli_version":"0.171.0","source":"exec","model_provider":"openai","base_instructions":{"text":"You are Codex."}}}`,
+		`{` + ts + `,"type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<skills_instructions>\n- ` + "`r0` = `/rec/home/.codex/skills/.system`" + `\n</skills_instructions>"}]}}`,
+		`{` + ts + `,"type":"world_state","payload":{"full":true,"state":{"environments":{"environments":{"local":{"cwd":"/rec/ws"}},"current_date":"2020-01-01","timezone":"Etc/UTC"}}}}`,
+		`{` + ts + `,"type":"turn_context","payload":{"cwd":"/rec/ws","model":"gpt-5.5"}}`,
+		`{` + ts + `,"type":"event_msg","payload":{"type":"thread_settings_applied","thread_settings":{"model_provider_id":"openai","cwd":"/rec/ws"}}}`,
+		`{` + ts + `,"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"run the steps in /rec/ws"}]}}`,
+	}
+	for i := 1; i <= 3; i++ {
+		lines = append(lines,
+			fmt.Sprintf(`{%s,"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"echo step-%d\",\"workdir\":\"/rec/ws\"}","call_id":"call_%d"}}`, ts, i, i),
+			fmt.Sprintf(`{%s,"type":"response_item","payload":{"type":"function_call_output","call_id":"call_%d","output":"Chunk ID: abcdef\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nstep-%d\n"}}`, ts, i, i))
+	}
+	lines = append(lines, `{`+ts+`,"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"All steps ran in /rec/ws."}]}}`)
+	path := filepath.Join(dir, "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type contFixture struct {
+	dir, ws, traj string
+	req           *Request
+}
+
+func newContFixture(t *testing.T, env ...string) *contFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &contFixture{dir: dir, ws: filepath.Join(dir, "ws"), traj: synthRollout(t, dir)}
+	if err := os.Mkdir(f.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entry, err := fakeCodexEntrypoint(dir, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.req = &Request{Agent: "codex", Trajectory: f.traj, AfterStep: 1, Workspace: f.ws, RunID: "c",
+		StateRoot: filepath.Join(dir, "state"), OutputRoot: filepath.Join(dir, "out"),
+		AgentEntrypoint: entry, Upstream: UpstreamRecorded, IdleTimeout: 20 * time.Second}
+	return f
+}
+
+func (f *contFixture) out(name string) string { return filepath.Join(f.dir, "out", "c", name) }
+
+func (f *contFixture) run(t *testing.T) *result.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return Run(ctx, f.req)
+}
+
+func stderrOf(f *contFixture) string {
+	data, _ := os.ReadFile(f.out("logs/codex-stderr.log"))
+	return string(data)
+}
+
+// The whole continuation against the stand-in CLI: the recorded upstream
+// plays A2, A3 and the answer, the continued rollout is clean, the first
+// action compares equal, and the boundary prompt is nowhere on disk.
+func TestContinueCompletes(t *testing.T) {
+	f := newContFixture(t)
+	const prompt = "PVISOR-UNIT-PROMPT: keep going"
+	f.req.BoundaryUserPrompt = prompt
+	res := f.run(t)
+	if res.Failure != nil || res.AgentStatus != result.AgentCompleted || *res.Phase != result.PhaseContinued ||
+		res.Quality != result.QualityVerified || res.ContinuedSteps != 3 || res.Agent.LaunchSource != result.LaunchExplicit ||
+		*res.Agent.Version != "0.171.0" {
+		t.Fatalf("result: %s\nstderr: %s", res.Line(), stderrOf(f))
+	}
+	cont, err := os.ReadFile(f.out("native/continued-session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"__PVISOR_NATIVE_REPLAY_", "/rec/"} {
+		if i := bytes.Index(cont, []byte(bad)); i >= 0 {
+			t.Errorf("the continued session holds %s: …%s…", bad, cont[max(0, i-100):min(len(cont), i+40)])
+		}
+	}
+	for _, want := range []string{`"model_provider":"pvisor_bridge"`, `"model_provider_id":"pvisor_bridge"`,
+		`"current_date":"` + time.Now().UTC().Format("2006-01-02") + `"`, filepath.Join(f.dir, "state", "c", "codex-home") + `/skills/.system`} {
+		if !bytes.Contains(cont, []byte(want)) {
+			t.Errorf("the staged session lacks %s", want)
+		}
+	}
+	var na result.NextActionComparison
+	data, _ := os.ReadFile(f.out("next-action-comparison.json"))
+	if err := json.Unmarshal(data, &na); err != nil {
+		t.Fatal(err)
+	}
+	if m := na.Metrics; !m.ToolCountEqual || !m.ToolArgumentsEqual || na.InputCondition != "boundary_user_prompt_appended" {
+		t.Errorf("next action: %s", data)
+	}
+	if got := string(na.Replayed.Tools[0].Arguments); !strings.Contains(got, `/rec/ws`) {
+		t.Errorf("the replayed action's workspace path is not mapped back to the recorded one: %s", got)
+	}
+	bp := res.Metadata["boundary_user_prompt"].(map[string]any)
+	if bp["injection_count"] != 3 || bp["position"] != promptPosition {
+		t.Errorf("boundary prompt metadata %v", bp)
+	}
+	events := readEvents(t, f.out("replay-events.jsonl"))
+	want := []string{"run_started", "plan_validated", "session_prepared", "tool_started", "tool_finished",
+		"session_rebuilt", eventContinuationStarted, eventContinuationFinished, "run_finished"}
+	if d := cmp.Diff(want, events); d != "" {
+		t.Errorf("journal (-want +got):\n%s", d)
+	}
+	noSecret(t, prompt, filepath.Join(f.dir, "state"), filepath.Join(f.dir, "out"))
+}
+
+func noSecret(t *testing.T, secret string, dirs ...string) {
+	t.Helper()
+	for _, dir := range dirs {
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return err
+			}
+			if data, _ := os.ReadFile(p); bytes.Contains(data, []byte(secret)) {
+				t.Errorf("%s holds the secret", p)
+			}
+			return nil
+		})
+	}
+}
+
+func TestContinueMaxSteps(t *testing.T) {
+	f := newContFixture(t)
+	f.req.MaxSteps = 2 // one live step after the one-turn prefix
+	res := f.run(t)
+	if res.Failure != nil || res.AgentStatus != result.AgentMaxSteps || res.ContinuedSteps != 1 {
+		t.Fatalf("result: %s\nstderr: %s", res.Line(), stderrOf(f))
+	}
+	var sum Summary
+	data, _ := os.ReadFile(f.out("replay-summary.json"))
+	json.Unmarshal(data, &sum)
+	if sum.ContinuationStatus != result.AgentMaxSteps || sum.ContinuedSteps != 1 {
+		t.Errorf("summary %s", data)
+	}
+}
+
+// failingUpstream answers every request with one status.
+type failingUpstream struct{ status int }
+
+func (failingUpstream) Accepts(bridge.Protocol) bool { return true }
+func (u failingUpstream) Send(context.Context, *bridge.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: u.status, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(`{"error":{"message":"nope","type":"x"}}`))}, nil
+}
+
+func TestContinueFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		env      []string
+		edit     func(*Request)
+		category string
+		exit     int
+		phase    string
+		says     string
+	}{
+		{"tampered session is refused", []string{"FAKE_CODEX_MODE=tamper"}, nil,
+			result.ContinuationError, 40, result.PhaseReplayed, "differs from item"},
+		{"rate limit", nil, func(r *Request) {
+			r.Hooks = &Hooks{Upstream: func(bridge.Upstream) bridge.Upstream { return failingUpstream{429} }}
+		}, result.ModelRateLimit, 40, result.PhaseReplayed, "429"},
+		{"server error", nil, func(r *Request) {
+			r.Hooks = &Hooks{Upstream: func(bridge.Upstream) bridge.Upstream { return failingUpstream{503} }}
+		}, result.ModelInternalError, 40, result.PhaseReplayed, "503"},
+		{"idle agent", []string{"FAKE_CODEX_MODE=hang"}, func(r *Request) { r.IdleTimeout = 300 * time.Millisecond },
+			result.ContinuationError, 40, result.PhaseReplayed, "no activity"},
+		{"untested version", []string{"FAKE_CODEX_VERSION=0.100.0"}, nil,
+			result.UnsupportedVersion, 11, result.PhasePrepared, "outside the tested range >=0.150.0 <0.180.0"},
+		{"unknown upstream", nil, func(r *Request) { r.Upstream = "anthropic" },
+			result.ConfigurationError, 2, result.PhasePrepared, "cannot serve codex"},
+		{"missing entrypoint", nil, func(r *Request) { r.AgentEntrypoint = "/nonexistent/codex" },
+			result.ConfigurationError, 2, result.PhasePrepared, "does not exist"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newContFixture(t, tc.env...)
+			if tc.edit != nil {
+				tc.edit(f.req)
+			}
+			res := f.run(t)
+			if res.Failure == nil || res.Failure.Category != tc.category || result.ExitCode(res.Failure) != tc.exit ||
+				*res.Phase != tc.phase || !strings.Contains(res.Failure.Message, tc.says) || res.Quality != result.QualityDegraded {
+				t.Fatalf("want %s (exit %d, phase %s) saying %q, got %s\nstderr: %s", tc.category, tc.exit, tc.phase, tc.says, res.Line(), stderrOf(f))
+			}
+			if res.Retryable != result.Retryable(tc.category) {
+				t.Errorf("retryable = %v", res.Retryable)
+			}
+			if tc.phase == result.PhasePrepared {
+				// Refused before any tool ran.
+				for _, ev := range readEvents(t, f.out("replay-events.jsonl")) {
+					if ev == "tool_started" {
+						t.Error("a tool ran although the continuation was refused up front")
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestContinueUntestedVersionAllowedIsDegraded(t *testing.T) {
+	f := newContFixture(t, "FAKE_CODEX_VERSION=0.190.1")
+	f.req.AllowUntestedVersion = true
+	res := f.run(t)
+	if res.Failure != nil || res.AgentStatus != result.AgentCompleted || res.Quality != result.QualityDegraded {
+		t.Fatalf("result: %s", res.Line())
+	}
+	if reasons := res.Metadata["quality_reasons"].([]string); len(reasons) != 1 || !strings.Contains(reasons[0], "0.190.1") {
+		t.Errorf("quality reasons %v", reasons)
+	}
+}

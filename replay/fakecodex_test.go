@@ -1,0 +1,153 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory/codex"
+)
+
+// The engine tests continue sessions with a stand-in for `codex exec resume`:
+// this test binary, re-executed through a wrapper script. It does what the
+// real CLI does on the wire and on disk (see launch_codex.go) in the simplest
+// way: finds the rollout by id in CODEX_HOME, sends the projected history plus
+// the nonce to the provider in config.toml, appends the nonce and every model
+// item to the rollout, answers function calls with "ok", and stops at the
+// first response without calls. FAKE_CODEX_MODE varies it: "hang" never
+// talks, "tamper" edits a stored output first.
+const fakeCodexEnv = "PVISOR_TEST_FAKE_CODEX"
+
+func init() {
+	if os.Getenv(fakeCodexEnv) == "1" {
+		os.Exit(fakeCodexMain(os.Args[1:]))
+	}
+}
+
+// fakeCodexEntrypoint writes the wrapper that runs this binary as codex.
+func fakeCodexEntrypoint(dir string, env ...string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "codex")
+	// GORACE: a -race binary otherwise sleeps a second before it exits.
+	script := "#!/bin/sh\nexport " + fakeCodexEnv + "=1 GORACE=atexit_sleep_ms=0 " + strings.Join(env, " ") +
+		"\nexec " + self + ` "$@"` + "\n"
+	return path, os.WriteFile(path, []byte(script), 0o755)
+}
+
+var baseURLRe = regexp.MustCompile(`(?m)^base_url = "([^"]+)"$`)
+
+func fakeCodexMain(args []string) int {
+	if len(args) > 0 && args[0] == "--version" {
+		v := os.Getenv("FAKE_CODEX_VERSION")
+		if v == "" {
+			v = "0.171.0"
+		}
+		fmt.Println("codex-cli " + v)
+		return 0
+	}
+	if err := fakeCodex(args, os.Getenv("FAKE_CODEX_MODE")); err != nil {
+		fmt.Fprintln(os.Stderr, "fake codex:", err)
+		return 1
+	}
+	return 0
+}
+
+func fakeCodex(args []string, mode string) error {
+	if mode == "hang" {
+		time.Sleep(time.Hour)
+	}
+	if len(args) < 2 {
+		return fmt.Errorf("want SESSION_ID NONCE, got %q", args)
+	}
+	sid, nonce := args[len(args)-2], args[len(args)-1]
+	home := os.Getenv("CODEX_HOME")
+	cfg, err := os.ReadFile(filepath.Join(home, "config.toml"))
+	if err != nil {
+		return err
+	}
+	m := baseURLRe.FindSubmatch(cfg)
+	if m == nil {
+		return fmt.Errorf("no base_url in config.toml")
+	}
+	files, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+sid+".jsonl"))
+	if len(files) != 1 {
+		return fmt.Errorf("session %s not found: %v", sid, files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		return err
+	}
+	if mode == "tamper" {
+		data = bytes.Replace(data, []byte(`step-1\n"`), []byte(`step-X\n"`), 1)
+	}
+	proj, err := codex.Project(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(files[0], data, 0o600); err != nil {
+		return err
+	}
+	rollout, err := os.OpenFile(files[0], os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	defer rollout.Close()
+	// Appended record by record, as Codex does: a stopped CLI leaves
+	// everything up to its last response behind.
+	record := func(typ string, payload string) {
+		fmt.Fprintf(rollout, `{"timestamp":"2026-11-29T12:00:00.000Z","type":%q,"payload":%s}`+"\n", typ, payload)
+	}
+	nonceItem := `{"type":"message","role":"user","content":[{"type":"input_text","text":"` + nonce + `"}]}`
+	record("turn_context", `{"cwd":"x","model":"gpt-5.5"}`)
+	record("response_item", nonceItem)
+	record("event_msg", `{"type":"item_completed","item":{"type":"UserMessage","content":[{"type":"text","text":"`+nonce+`"}]}}`)
+	input := []string{`{"type":"message","role":"developer","content":[{"type":"input_text","text":"You are Codex."}]}`}
+	for _, it := range proj.Items {
+		input = append(input, string(it))
+	}
+	input = append(input, nonceItem)
+	for turn := 0; turn < 20; turn++ {
+		body := `{"model":"gpt-5.5","stream":false,"tools":[{"type":"function","name":"exec_command"}],"input":[` + strings.Join(input, ",") + `]}`
+		req, _ := http.NewRequest(http.MethodPost, string(m[1])+"/responses", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+os.Getenv("PVISOR_BRIDGE_TOKEN"))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		out, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			return fmt.Errorf("model answered %d: %s", res.StatusCode, out)
+		}
+		var calls []string
+		for _, it := range gjson.GetBytes(out, "output").Array() {
+			record("response_item", it.Raw)
+			input = append(input, it.Raw)
+			if it.Get("type").Str == "function_call" {
+				calls = append(calls, it.Get("call_id").Str)
+			}
+		}
+		if len(calls) == 0 {
+			return nil
+		}
+		for _, id := range calls {
+			o, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": id, "output": "ok"})
+			record("response_item", string(o))
+			input = append(input, string(o))
+		}
+	}
+	return fmt.Errorf("too many turns")
+}

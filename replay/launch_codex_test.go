@@ -1,0 +1,252 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/relocate"
+	"github.com/pvisor/pvisor/result"
+)
+
+func TestVersionRange(t *testing.T) {
+	r := VersionRange{Min: "0.150.0", Below: "0.180.0"}
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{
+		{"0.150.0", true}, {"0.171.0", true}, {"0.179.99", true}, {"v0.171.0", true},
+		{"0.149.9", false}, {"0.180.0", false}, {"0.180.0-alpha.1", true}, {"0.150.0-rc.1", false},
+		{"1.0.0", false}, {"0.171.0+build.7", true},
+	} {
+		got, err := r.Contains(tc.v)
+		if err != nil || got != tc.want {
+			t.Errorf("%s in %s = %v (%v), want %v", tc.v, r, got, err, tc.want)
+		}
+	}
+	if _, err := r.Contains("latest"); err == nil {
+		t.Error("a non-version was compared")
+	}
+	if comparePre("alpha.2", "alpha.10") >= 0 || comparePre("1", "alpha") >= 0 || comparePre("alpha", "alpha.1") >= 0 {
+		t.Error("pre-release order is not semver's")
+	}
+}
+
+func script(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "cli")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestProbeVersion(t *testing.T) {
+	env := []string{"PATH=/usr/bin:/bin"}
+	for _, tc := range []struct {
+		name, body, want, err string
+	}{
+		{"stdout", `echo "codex-cli 0.171.0"`, "0.171.0", ""},
+		{"stderr, with a prefix", `echo "pi v0.73.1 (node 22)" >&2`, "0.73.1", ""},
+		{"pre-release", `echo "2.1.197-beta.3 (Claude Code)"`, "2.1.197-beta.3", ""},
+		{"no number", `echo "dev build"`, "", "printed no version number"},
+		{"fails", `echo "boom" >&2; exit 3`, "", "--version failed (exit status 3): boom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := probeVersion(context.Background(), script(t, tc.body), env)
+			if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("got %q, %v; want %q, %q", got, err, tc.want, tc.err)
+			}
+		})
+	}
+}
+
+func TestEntrypoint(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "codex")
+	os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
+	plain := filepath.Join(dir, "plain")
+	os.WriteFile(plain, []byte(""), 0o644)
+	for _, tc := range []struct {
+		name, explicit, path, want, source, err string
+	}{
+		{"explicit", exe, "", exe, result.LaunchExplicit, ""},
+		{"on PATH", "", "relative:" + dir, exe, result.LaunchPath, ""},
+		{"missing", filepath.Join(dir, "nope"), "", "", "", "does not exist"},
+		{"not executable", plain, "", "", "", "not an executable file"},
+		{"not on PATH", "", t.TempDir(), "", "", "codex not found on PATH"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, src, err := entrypoint(tc.explicit, "codex", tc.path)
+			if got != tc.want || src != tc.source || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("got %q %q %v, want %q %q %q", got, src, err, tc.want, tc.source, tc.err)
+			}
+		})
+	}
+}
+
+const testNonce = "__PVISOR_NATIVE_REPLAY_00112233445566778899aabbccddeeff__"
+
+func TestCleanCodexRollout(t *testing.T) {
+	prefix := `{"type":"session_meta","payload":{"id":"s"}}` + "\n" +
+		`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"x"}}` + "\n"
+	env := `{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>d</environment_context>"}]}}` + "\n"
+	nonceItem := `{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"` + testNonce + `"}]}}` + "\n"
+	nonceEv := `{"type":"event_msg","payload":{"type":"item_completed","item":{"type":"UserMessage","content":[{"type":"text","text":"` + testNonce + `","text_elements":[]}]}}}` + "\n"
+	oldEv := `{"type":"event_msg","payload":{"type":"user_message","message":"` + testNonce + `"}}` + "\n"
+	live := `{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}}` + "\n"
+	task := `{"type":"event_msg","payload":{"type":"task_started"}}` + "\n"
+
+	clean, removed, ctx, err := cleanCodexRollout([]byte(prefix+task+env+nonceItem+nonceEv+oldEv+live), testNonce, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := prefix + task + env + live; string(clean) != want {
+		t.Errorf("cleaned rollout:\n%s", cmp.Diff(want, string(clean)))
+	}
+	if len(removed) != 3 || removed[0]["line"] != 5 || len(ctx) != 1 || ctx[0]["line"] != 4 || ctx[0]["role"] != "user" {
+		t.Errorf("removed %v, context items %v", removed, ctx)
+	}
+
+	for _, tc := range []struct{ name, data, err string }{
+		{"no nonce", prefix + live, "no resume nonce message"},
+		{"nonce in an unknown record", prefix + nonceItem + `{"type":"mystery","payload":{"x":"` + testNonce + `"}}` + "\n", "still on line(s) [3]"},
+		{"nonce inside the prefix only", prefix + nonceItem, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 2
+			if tc.err == "" {
+				n = 3 // the nonce line counts as staged: nothing after the prefix
+				tc.err = "no resume nonce message"
+			}
+			_, _, _, err := cleanCodexRollout([]byte(tc.data), testNonce, n)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("err = %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// The recorded upstream gets each later response of the real session with its
+// own call ids and kinds, paths moved to the workspace.
+func TestCodexReplies(t *testing.T) {
+	session := sessionFile(t, "../testdata/e2e/sessions/codex")
+	plan, err := BuildPlan(&Request{Agent: "codex", Trajectory: session, AfterStep: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Continuation{Plan: plan, AfterStep: 2, Source: session,
+		Paths: relocate.Paths{From: plan.Trajectory.Cwd, To: "/sandbox/ws"}}
+	got, err := codexLauncher{}.Replies(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d replies after step 2, want 4", len(got))
+	}
+	if c0 := got[0].ToolCalls[0]; c0.Type != "custom" || c0.Name != "apply_patch" || c0.ID != plan.Trajectory.Actions[2].Calls[0].ID ||
+		!strings.HasPrefix(c0.Input, "*** Begin Patch\n*** Add File: NOTES.md") {
+		t.Errorf("reply 0: %+v", c0)
+	}
+	var args map[string]string
+	if err := json.Unmarshal(got[2].ToolCalls[0].Arguments, &args); err != nil || args["workdir"] != "/sandbox/ws" || args["cmd"] != "git status --short" {
+		t.Errorf("reply 2 arguments %s (%v)", got[2].ToolCalls[0].Arguments, err)
+	}
+	if got[3].Text == "" || len(got[3].ToolCalls) != 0 {
+		t.Errorf("reply 3 should be the final answer: %+v", got[3])
+	}
+	if err := (fakemodel.Script{Replies: got}).Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
+// Staging without the recorded file name (the file was renamed) still puts the
+// rollout where Codex looks for it, and keeps the date when the timezone is
+// unknown.
+func TestCodexStageNameAndDate(t *testing.T) {
+	dir := t.TempDir()
+	src := synthRollout(t, dir)
+	renamed := filepath.Join(dir, "session.jsonl")
+	if err := os.Rename(src, renamed); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(renamed)
+	data = []byte(strings.Replace(string(data), `"timezone":"Etc/UTC"`, `"timezone":"Mars/Olympus"`, 1))
+	c := &Continuation{Source: renamed, Home: filepath.Join(dir, "home"), Rebuilt: data,
+		Envelope: envelope.Options{Nonce: testNonce}}
+	st, err := codexLauncher{}.Stage(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.(*codexStaged)
+	want := filepath.Join(c.Home, "sessions", "2026", "11", "29", "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl")
+	if s.path != want || s.tz != "Mars/Olympus" || s.model != "gpt-5.5" {
+		t.Errorf("staged at %s (tz %q, model %q), want %s", s.path, s.tz, s.model, want)
+	}
+	if d := s.meta["world_state_date"].(map[string]any); d["kept"] != true {
+		t.Errorf("date metadata %v", d)
+	}
+	cmd, err := st.Command(BridgeAddr{URL: "http://127.0.0.1:1", Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantArgs := []string{"exec", "resume", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+		"01a20000-0000-7000-8000-000000000001", testNonce}
+	if d := cmp.Diff(wantArgs, cmd.Args); d != "" {
+		t.Errorf("args (-want +got):\n%s", d)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(c.Home, "config.toml"))
+	for _, want := range []string{`model = "gpt-5.5"`, `base_url = "http://127.0.0.1:1/v1"`, `env_key = "PVISOR_BRIDGE_TOKEN"`,
+		"supports_websockets = false", "enable_request_compression = false"} {
+		if !strings.Contains(string(cfg), want) {
+			t.Errorf("config.toml lacks %s:\n%s", want, cfg)
+		}
+	}
+	if strings.Contains(string(cfg), "tok") {
+		t.Error("the token is in config.toml")
+	}
+}
+
+// The agent inherits no credential, provider endpoint or proxy, whatever
+// --inherit-env and --pass-env say; loopback is exempt from proxies.
+func TestAgentBaseEnv(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-secret")
+	t.Setenv("OPENAI_BASE_URL", "https://example.invalid/v1")
+	t.Setenv("https_proxy", "http://proxy.invalid:3128")
+	t.Setenv("PVISOR_TEST_KEEP", "1")
+	r := &run{req: &Request{Run: RunConfig{InheritEnv: true, PassEnv: []string{"OPENAI_BASE_URL"}}}}
+	env := r.baseEnv()
+	for _, name := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "https_proxy"} {
+		if envValue(env, name) != "" {
+			t.Errorf("%s reached the agent", name)
+		}
+	}
+	if envValue(env, "PVISOR_TEST_KEEP") != "1" || envValue(env, "NO_PROXY") != "127.0.0.1,localhost,::1" {
+		t.Errorf("env %v", env)
+	}
+}
+
+// A CODEX_HOME inside the recorded working directory moves as the home.
+func TestCodexStageHomeInsideCwd(t *testing.T) {
+	dir := t.TempDir()
+	data, _ := os.ReadFile(synthRollout(t, dir))
+	data = []byte(strings.ReplaceAll(strings.ReplaceAll(string(data), "/rec/home/.codex", "/rec/ws/.codex"), "/rec/", "/root/"))
+	c := &Continuation{Source: "x.jsonl", Home: filepath.Join(dir, "home"), Rebuilt: data, Workspace: "/sandbox/ws",
+		Paths: relocate.Paths{From: "/root/ws", To: "/sandbox/ws"}, Envelope: envelope.Options{Nonce: testNonce}}
+	st, err := codexLauncher{}.Stage(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged, _ := os.ReadFile(st.(*codexStaged).path)
+	if !strings.Contains(string(staged), c.Home+"/skills/.system") || strings.Contains(string(staged), "/root/") ||
+		!strings.Contains(string(staged), `"cwd":"/sandbox/ws"`) {
+		t.Errorf("staged rollout:\n%s", staged)
+	}
+}

@@ -1,0 +1,193 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/relocate"
+	"github.com/pvisor/pvisor/result"
+)
+
+// A Launcher continues one agent natively: it stages the rebuilt session in an
+// isolated home, says how to launch the real CLI against the bridge, and
+// cleans the session the CLI wrote. Everything else about a continuation
+// (version probe, bridge, upstream, process supervision, step budget,
+// comparison, result) is the engine's. Adding an agent's continuation is one
+// launch_<agent>.go file with a Launcher registered in launchers, and its
+// envelope in bridge/envelope.
+type Launcher interface {
+	// Binary is the CLI's executable name, looked up on PATH when
+	// --agent-entrypoint is not given.
+	Binary() string
+	// Tested is the CLI version range the continuation was checked with.
+	Tested() VersionRange
+	// Protocol is the model protocol the CLI speaks to the bridge.
+	Protocol() bridge.Protocol
+	// Replies are the recorded actions after the boundary in the shape the
+	// recorded upstream plays them (the agent's own tool-call kinds),
+	// relocated to the workspace. c.Rebuilt is not set yet: this runs
+	// before the prefix is replayed.
+	Replies(c *Continuation) ([]fakemodel.Reply, error)
+	// Stage writes the rebuilt session into c.Home and prepares the
+	// envelope that checks the CLI's requests.
+	Stage(c *Continuation) (Staged, error)
+}
+
+// Staged is a session ready to resume.
+type Staged interface {
+	// Conversation checks every model request of the run.
+	Conversation() envelope.Conversation
+	// Command is how to launch the CLI against the bridge at b; it may
+	// write the agent's configuration into its home.
+	Command(b BridgeAddr) (Command, error)
+	// Collect reads the session the CLI wrote and removes every record the
+	// resume envelope added. It is called after the CLI ended, also when
+	// it failed.
+	Collect() (*Collected, error)
+}
+
+// BridgeAddr is where the agent finds the bridge. The token belongs in the
+// environment or a 0600 file, never in argv.
+type BridgeAddr struct{ URL, Token string }
+
+// Command is one CLI launch; the entrypoint is the engine's.
+type Command struct {
+	Args []string
+	// Env is added to the engine's base environment (later entries win).
+	Env []string
+	// Stdin is fed to the CLI; nil means /dev/null.
+	Stdin []byte
+}
+
+// Collected is the continued native session, cleaned.
+type Collected struct {
+	Session []byte
+	// Metadata describes what was removed and anything the CLI inserted
+	// (it goes into result metadata under "continuation").
+	Metadata map[string]any
+}
+
+// Continuation is what a launcher is given.
+type Continuation struct {
+	Plan      *Plan
+	AfterStep int
+	// Source is the original trajectory file; Rebuilt the reconstructed
+	// session (set before Stage).
+	Source  string
+	Rebuilt []byte
+	// Workspace is where the agent runs; Paths maps the recorded working
+	// directory to it.
+	Workspace string
+	Paths     relocate.Paths
+	// Home is an empty directory in the run's state dir for the agent's
+	// isolated home (config, sessions).
+	Home      string
+	Version   string // the CLI's version, as probed
+	AgentArgs []string
+	Envelope  envelope.Options
+}
+
+// launchers are the agents whose continuation this build supports; a
+// variable so engine tests can add one.
+var launchers = map[string]Launcher{
+	"codex": codexLauncher{},
+}
+
+// entrypoint resolves the CLI: --agent-entrypoint, or the launcher's binary on
+// PATH. It returns the absolute path and the launch source.
+func entrypoint(explicit, binary, path string) (string, string, error) {
+	if explicit != "" {
+		abs, err := filepath.Abs(explicit)
+		if err != nil {
+			return "", "", configErr("--agent-entrypoint %s: %v", explicit, err)
+		}
+		st, err := os.Stat(abs)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return "", "", configErr("--agent-entrypoint %s does not exist", abs)
+		case err != nil:
+			return "", "", configErr("--agent-entrypoint %s: %v", abs, err)
+		case st.IsDir() || st.Mode()&0o111 == 0:
+			return "", "", configErr("--agent-entrypoint %s is not an executable file", abs)
+		}
+		return abs, result.LaunchExplicit, nil
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue // a relative PATH entry would depend on the cwd
+		}
+		p := filepath.Join(dir, binary)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, result.LaunchPath, nil
+		}
+	}
+	return "", "", fail(result.ConfigurationError, "%s not found on PATH; install it or pass --agent-entrypoint", binary)
+}
+
+// checkVersion applies the tested range: outside it the run is refused unless
+// allowed, and then degraded.
+func (r *run) checkVersion(l Launcher, version string) error {
+	rng := l.Tested()
+	ok, err := rng.Contains(version)
+	if err != nil {
+		return fail(result.UnsupportedVersion, "%s version %q cannot be compared with the tested range %s: %v", l.Binary(), version, rng, err)
+	}
+	r.res.Metadata["agent_version_check"] = map[string]any{"tested_range": rng.String(), "version": version, "in_range": ok}
+	if ok {
+		return nil
+	}
+	if !r.req.AllowUntestedVersion {
+		return fail(result.UnsupportedVersion, "%s %s is outside the tested range %s; install a tested version, or pass --allow-untested-version (quality becomes degraded)",
+			l.Binary(), version, rng)
+	}
+	r.degrade(fmt.Sprintf("%s %s is outside the tested range %s", l.Binary(), version, rng))
+	return nil
+}
+
+// degrade marks the run degraded and says why.
+func (r *run) degrade(reason string) {
+	r.degraded = append(r.degraded, reason)
+	r.res.Metadata["quality_reasons"] = r.degraded
+}
+
+// baseEnv is the environment the agent CLI gets before its launcher adds its
+// own: the tools' environment (no credentials inherited) without anything
+// that could point it at a model or a proxy other than the bridge.
+func (r *run) baseEnv() []string {
+	var env []string
+	for _, kv := range r.toolEnv() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !redirectsTraffic(name) {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1")
+}
+
+// redirectsTraffic: provider endpoints (OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
+// OPENAI_API_BASE, …) and proxies.
+func redirectsTraffic(name string) bool {
+	up := strings.ToUpper(name)
+	switch up {
+	case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY":
+		return true
+	}
+	return strings.HasSuffix(up, "_BASE_URL") || strings.HasSuffix(up, "_API_BASE")
+}
+
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}

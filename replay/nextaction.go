@@ -1,0 +1,46 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/pvisor/pvisor/replay/relocate"
+	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// actionAfter returns the model response that follows step afterStep: the
+// recorded A(N+1), or in a continued session the agent's first live action.
+// Text-only responses count; nil when there is none.
+func actionAfter(t *trajectory.Trajectory, afterStep int) *trajectory.Action {
+	i := t.ActionIndex(afterStep)
+	if i < 0 || i+1 >= len(t.Actions) {
+		return nil
+	}
+	return &t.Actions[i+1]
+}
+
+// liveActions counts the responses after step afterStep.
+func liveActions(t *trajectory.Trajectory, afterStep int) int {
+	i := t.ActionIndex(afterStep)
+	if i < 0 {
+		return 0
+	}
+	return len(t.Actions) - i - 1
+}
+
+// signature is the comparable form of an action, with paths mapped by p: a
+// continued agent works in the replay's workspace, and its paths are mapped
+// back to the recorded directory so that the same action in another place
+// compares equal.
+func signature(a *trajectory.Action, p relocate.Paths) result.Action {
+	s := result.Action{Text: p.String(a.Text), Reasoning: p.String(a.Reasoning), Tools: []result.ActionTool{}}
+	for _, c := range a.Calls {
+		args := c.Arguments
+		if out, _, err := p.JSON(args); err == nil {
+			args = out
+		}
+		s.Tools = append(s.Tools, result.ActionTool{Name: c.Name, Arguments: json.RawMessage(bytes.Clone(args))})
+	}
+	return s
+}

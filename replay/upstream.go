@@ -1,0 +1,100 @@
+package replay
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"sync/atomic"
+
+	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/bridge/recorded"
+	"github.com/pvisor/pvisor/result"
+)
+
+// UpstreamRecorded selects the upstream that plays the trajectory's own
+// actions after the boundary (no model service needed).
+const UpstreamRecorded = "recorded"
+
+// Hooks let a program that embeds the engine watch a continuation; the e2e
+// tests use them. They never travel with the request (an overlay worker runs
+// without them).
+type Hooks struct {
+	// Upstream wraps the model upstream the bridge forwards checked requests
+	// to.
+	Upstream func(bridge.Upstream) bridge.Upstream
+}
+
+// upstream builds the model upstream: --upstream names one, and the default is
+// the agent's own protocol with its provider's usual environment
+// (OPENAI_API_KEY, OPENAI_BASE_URL, ANTHROPIC_API_KEY, …). Keys are read here
+// and never reach the agent.
+func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string]any, error) {
+	name := r.req.Upstream
+	if name == "" {
+		name = string(l.Protocol())
+	}
+	meta := map[string]any{"kind": name, "protocol": string(l.Protocol())}
+	var up bridge.Upstream
+	if name == UpstreamRecorded {
+		replies, err := l.Replies(c)
+		if err != nil {
+			return nil, nil, fail(result.ConfigurationError, "--upstream recorded: %v", err)
+		}
+		if len(replies) == 0 {
+			return nil, nil, configErr("--upstream recorded: the trajectory has no action after step %d to play; choose an earlier --after-step or a model upstream", c.AfterStep)
+		}
+		rec, err := recorded.New(l.Protocol(), replies, r.req.RunID)
+		if err != nil {
+			return nil, nil, fail(result.InternalError, "%v", err)
+		}
+		meta["recorded_actions"] = len(replies)
+		r.recorded = rec
+		up = rec
+	} else {
+		p, err := bridge.ParseProtocol(name)
+		if err != nil {
+			return nil, nil, configErr("--upstream: %v, or %s", err, UpstreamRecorded)
+		}
+		if p != l.Protocol() {
+			return nil, nil, configErr("--upstream %s cannot serve %s, which speaks %s (the bridge never translates); use --upstream %s or %s",
+				p, r.plan.Format.Agent(), l.Protocol(), l.Protocol(), UpstreamRecorded)
+		}
+		hu, err := bridge.NewHTTPUpstream(bridge.UpstreamConfig{Protocol: p}.FillFromEnv(os.Getenv))
+		if err != nil {
+			return nil, nil, configErr("%v", err)
+		}
+		meta["endpoint"] = hu.String()
+		up = hu
+	}
+	if h := r.req.Hooks; h != nil && h.Upstream != nil {
+		up = h.Upstream(up)
+	}
+	return up, meta, nil
+}
+
+// activeUpstream counts every response byte the upstream produces into
+// activity, so a model that streams slowly is not mistaken for an idle agent.
+type activeUpstream struct {
+	bridge.Upstream
+	activity *atomic.Int64
+}
+
+func (u activeUpstream) Send(ctx context.Context, req *bridge.Request) (*http.Response, error) {
+	u.activity.Add(1)
+	res, err := u.Upstream.Send(ctx, req)
+	if res != nil {
+		res.Body = activeBody{res.Body, u.activity}
+	}
+	return res, err
+}
+
+type activeBody struct {
+	io.ReadCloser
+	activity *atomic.Int64
+}
+
+func (b activeBody) Read(p []byte) (int, error) {
+	b.activity.Add(1)
+	return b.ReadCloser.Read(p)
+}
