@@ -13,17 +13,20 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/pvisor
 
 # The main job on a bundled sample, no model service needed: a session the
-# real Codex CLI recorded is replayed after step 5 in a fresh copy of its
-# repository; every tool call runs again and the rollout is rebuilt.
+# real Codex CLI recorded is replayed after step 3 in a fresh copy of its
+# repository, then the real Codex CLI (installed from npm into .e2e/)
+# continues through the loopback bridge, with the recorded upstream playing
+# the session's own next actions.
 DEMO_SESSION := testdata/e2e/sessions/codex
 demo: build
 	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/workspace
 	tar -xzf $(DEMO_SESSION)/repo.tar.gz -C $(DEMO_DIR)/workspace
+	bash testdata/e2e/install-clis.sh >/dev/null
 	$(BIN) inspect $(DEMO_SESSION)/rollout-*.jsonl
-	$(BIN) replay --replay-only --agent codex --trajectory $$(ls $(DEMO_SESSION)/rollout-*.jsonl) \
-		--after-step 5 --workspace $(DEMO_DIR)/workspace --run-id demo \
-		--state-dir $(DEMO_DIR)/state --output-dir $(DEMO_DIR)/output
-	@echo "outputs: $(DEMO_DIR)/output/demo (observation-comparison.json, native/reconstructed-session.jsonl, ...)"
+	$(BIN) replay --agent codex --trajectory $$(ls $(DEMO_SESSION)/rollout-*.jsonl) --after-step 3 \
+		--upstream recorded --agent-entrypoint .e2e/npm/node_modules/.bin/codex \
+		--workspace $(DEMO_DIR)/workspace --run-id demo --state-dir $(DEMO_DIR)/state --output-dir $(DEMO_DIR)/output
+	@echo "outputs: $(DEMO_DIR)/output/demo (observation-comparison.json, next-action-comparison.json, native/, ...)"
 
 vet:
 	$(GO) vet $(PKGS)
