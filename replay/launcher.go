@@ -97,7 +97,8 @@ type Continuation struct {
 // launchers are the agents whose continuation this build supports; a
 // variable so engine tests can add one.
 var launchers = map[string]Launcher{
-	"codex": codexLauncher{},
+	"codex":       codexLauncher{},
+	"claude-code": claudeLauncher{},
 }
 
 // entrypoint resolves the CLI: --agent-entrypoint, or the launcher's binary on

@@ -1,0 +1,342 @@
+package envelope
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/claude"
+)
+
+const claudeSessionDir = "../../testdata/e2e/sessions/claude-code"
+
+// claudeFixture is the recorded Claude Code session cut after a step: the
+// projection of the cut, and the requests the real CLI sent at that point
+// and one turn later (recorded with cache_control where 2.1.197 put it).
+type claudeFixture struct {
+	proj        *claude.Projection
+	first, next string
+}
+
+func loadClaude(t testing.TB, step int) claudeFixture {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(claudeSessionDir, "*-*-*-*-*.jsonl"))
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := claude.New().Decode(bytes.NewReader(data), trajectory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut bytes.Buffer
+	if err := claude.New().WritePrefix(&cut, bytes.NewReader(data), int64(len(data)), tr, step); err != nil {
+		t.Fatal(err)
+	}
+	proj, err := claude.Project(&cut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(claudeSessionDir, "requests.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		if gjson.GetBytes(sc.Bytes(), "kind").Str == "main" {
+			bodies = append(bodies, gjson.GetBytes(sc.Bytes(), "body").Raw)
+		}
+	}
+	turns := claude.New().PrefixModelTurns(tr, step)
+	fx := claudeFixture{proj: proj, first: bodies[turns]}
+	if turns+1 < len(bodies) {
+		fx.next = bodies[turns+1] // the last step's answer ends the task
+	}
+	return fx
+}
+
+const ephemeral = `,"cache_control":{"type":"ephemeral"}`
+
+// enveloped is body as the CLI sends it on resume: the boundary message at
+// index b loses its cache breakpoint and gains the marker, then come the
+// synthetic answer and the nonce (a block with the breakpoint when it is
+// the last message, a string otherwise), then the rest.
+func enveloped(t testing.TB, body string, b int) string {
+	t.Helper()
+	msgs := gjson.Get(body, "messages").Array()
+	var out []string
+	for i, m := range msgs {
+		if i != b {
+			out = append(out, m.Raw)
+			continue
+		}
+		raw := strings.Replace(m.Raw, ephemeral, "", 1)
+		out = append(out, raw[:len(raw)-2]+`,{"type":"text","text":"`+ClaudeMarker(nonce)+`"}]}`,
+			`{"role":"assistant","content":[{"type":"text","text":"No response requested."}]}`)
+		if i == len(msgs)-1 {
+			out = append(out, `{"role":"user","content":[{"type":"text","text":"`+nonce+`"`+ephemeral+`}]}`)
+		} else {
+			out = append(out, `{"role":"user","content":"`+nonce+`"}`)
+		}
+	}
+	return setMessages(t, body, out)
+}
+
+func setMessages(t testing.TB, body string, msgs []string) string {
+	t.Helper()
+	m := gjson.Get(body, "messages")
+	return body[:m.Index] + "[" + strings.Join(msgs, ",") + "]" + body[m.Index+len(m.Raw):]
+}
+
+func claudeRequest(body string) *bridge.Request {
+	return &bridge.Request{Route: bridge.RouteMessages, Body: []byte(body)}
+}
+
+// TestClaudeStripRestoresTheRecordedRequest: after every step of the
+// recorded session, the enveloped first request strips to the request the
+// CLI sent at that point while recording, byte for byte (cache breakpoint
+// included), and so does the request one turn later.
+func TestClaudeStripRestoresTheRecordedRequest(t *testing.T) {
+	for step := 1; step <= 5; step++ {
+		fx := loadClaude(t, step)
+		b := len(fx.proj.Messages) - 1
+		c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []string{fx.first, fx.next} {
+			if want == "" {
+				continue
+			}
+			got, err := c.Check(context.Background(), claudeRequest(enveloped(t, want, b)))
+			if err != nil {
+				t.Fatalf("step %d request %d: %v", step, i+1, err)
+			}
+			if d := cmp.Diff(want, string(got)); d != "" {
+				t.Errorf("step %d request %d: stripped body differs from the recorded one (-recorded +stripped):\n%s", step, i+1, d)
+			}
+		}
+		rep, later := c.Report(), 0
+		if fx.next != "" {
+			later = 1
+		}
+		if rep.Accepted != 1+later || rep.BoundaryEnds != 1 || rep.MaxLiveTurns != later || rep.RuntimeItems != 1 {
+			t.Errorf("step %d: report %+v", step, rep)
+		}
+	}
+}
+
+func TestClaudePromptTakesTheMarkersPlace(t *testing.T) {
+	fx := loadClaude(t, 3)
+	b := len(fx.proj.Messages) - 1
+	const prompt = "Check <the> notes & \"quote\"."
+	c, err := NewClaude(fx.proj, Options{Nonce: nonce, Prompt: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range []string{fx.first, fx.next} {
+		got, err := c.Check(context.Background(), claudeRequest(enveloped(t, body, b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := gjson.GetBytes(got, "messages").Array()
+		blocks := msgs[b].Get("content").Array()
+		last := blocks[len(blocks)-1]
+		if last.Get("text").Str != prompt || len(msgs) != len(gjson.Get(body, "messages").Array()) {
+			t.Errorf("request %d: the boundary message ends with %s", i+1, last.Raw)
+		}
+		if hasCC := last.Get("cache_control").Exists(); hasCC != (i == 0) {
+			t.Errorf("request %d: cache_control on the prompt = %v", i+1, hasCC)
+		}
+	}
+	if rep := c.Report(); rep.PromptInjected != 2 {
+		t.Errorf("prompt injected %d times, want 2", rep.PromptInjected)
+	}
+}
+
+func TestClaudeRuntimeItems(t *testing.T) {
+	fx := loadClaude(t, 2)
+	b := len(fx.proj.Messages) - 1
+	body := enveloped(t, fx.first, b)
+	msgs := gjson.Get(body, "messages").Array()
+	sys := `{"role":"system","content":"The following skills are available"}`
+	var out []string
+	for i, m := range msgs {
+		if i == 1 {
+			out = append(out, sys)
+		}
+		out = append(out, m.Raw)
+	}
+	out = append(out, `{"role":"system","content":"New agent types are now available"}`)
+	body = setMessages(t, body, out)
+	_, s, err := stripClaude([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Runtime != 2 || len(s.Context) != 1 || s.Context[0].Tag != "New agent types are now available" {
+		t.Errorf("split %+v", s)
+	}
+}
+
+func TestClaudeRefusals(t *testing.T) {
+	fx := loadClaude(t, 2)
+	b := len(fx.proj.Messages) - 1
+	good := enveloped(t, fx.first, b)
+	msgs := func(body string) []string {
+		var out []string
+		for _, m := range gjson.Get(body, "messages").Array() {
+			out = append(out, m.Raw)
+		}
+		return out
+	}
+	edit := func(i int, f func(string) string) string {
+		ms := msgs(good)
+		ms[i] = f(ms[i])
+		return setMessages(t, good, ms)
+	}
+	drop := func(i int) string {
+		ms := msgs(good)
+		return setMessages(t, good, append(ms[:i:i], ms[i+1:]...))
+	}
+	tests := []struct{ name, body, want string }{
+		{"tampered observation", edit(b, func(s string) string { return strings.Replace(s, "def greet", "def grete", 1) }), "differs from message 4"},
+		{"tampered earlier message", edit(1, func(s string) string { return strings.Replace(s, "Let me look", "Let us look", 1) }), "differs from message 1"},
+		{"wrong tool_result id", edit(b, func(s string) string {
+			return strings.Replace(s, "toolu_fake16214180b553dad2db6ce1ec", "toolu_other", 1)
+		}), "answers tool_use ids"},
+		{"nonce twice", edit(0, func(s string) string { return strings.Replace(s, "Survey", nonce, 1) }), "appears 2 times"},
+		{"envelope missing", fx.first, "carries no resume nonce"},
+		{"foreign conversation", strings.ReplaceAll(good, "Survey the greeter", "Survey another"), "differs from message 0"},
+		{"no synthetic answer", drop(b + 1), "not the \"No response requested.\" answer"},
+		{"no marker", edit(b, func(s string) string {
+			return strings.Replace(s, ClaudeMarker(nonce), "Continue from where you left off.", 1)
+		}), "do not end with the resume marker"},
+		{"history cut short", setMessages(t, good, msgs(good)[2:]), "differs from message"},
+		{"extra message", setMessages(t, good, append([]string{`{"role":"user","content":"hi"}`, `{"role":"assistant","content":"yo"}`}, msgs(good)...)), "differs from message"},
+		{"nonce not alone", edit(b+2, func(s string) string { return strings.Replace(s, nonce, nonce+" and more", 1) }), "not as its own user message"},
+		{"no messages", `{"model":"m"}`, "no messages array"},
+		{"not json", `{"messages":[`, "not valid JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Check(context.Background(), claudeRequest(tc.body))
+			var ref *bridge.Refusal
+			if !errors.As(err, &ref) || !strings.Contains(ref.Reason, tc.want) {
+				t.Fatalf("err = %v, want a refusal saying %q", err, tc.want)
+			}
+			if strings.Contains(ref.Reason, "greet") {
+				t.Errorf("the refusal quotes conversation content: %s", ref.Reason)
+			}
+		})
+	}
+	c, _ := NewClaude(fx.proj, Options{Nonce: nonce})
+	if _, err := c.Check(context.Background(), &bridge.Request{Route: bridge.RouteResponses, Body: []byte(good)}); err == nil {
+		t.Error("a Responses request was accepted")
+	}
+}
+
+// TestClaudeRetriesAreIdempotent: the same request checked again (a client
+// retry) gives the same bytes.
+func TestClaudeRetriesAreIdempotent(t *testing.T) {
+	fx := loadClaude(t, 4)
+	c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := enveloped(t, fx.first, len(fx.proj.Messages)-1)
+	a, err1 := c.Check(context.Background(), claudeRequest(body))
+	b, err2 := c.Check(context.Background(), claudeRequest(body))
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		t.Fatalf("retry differs: %v %v", err1, err2)
+	}
+	if rep := c.Report(); rep.BoundaryEnds != 2 {
+		t.Errorf("report %+v", rep)
+	}
+}
+
+func TestClaudeBudgetHoldsTheRequest(t *testing.T) {
+	fx := loadClaude(t, 3)
+	hit := make(chan struct{})
+	c, err := NewClaude(fx.proj, Options{Nonce: nonce, MaxLiveTurns: 1, OnBudget: func() { close(hit) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := len(fx.proj.Messages) - 1
+	if _, err := c.Check(context.Background(), claudeRequest(enveloped(t, fx.first, b))); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Check(ctx, claudeRequest(enveloped(t, fx.next, b))); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the request held until its client left", err)
+	}
+	select {
+	case <-hit:
+	default:
+		t.Error("OnBudget was not called")
+	}
+}
+
+func TestClaudeMarker(t *testing.T) {
+	m := ClaudeMarker(nonce)
+	if m != "__PVISOR_RESUME_MARKER_0123456789abcdef0123456789abcdef__" || strings.Contains(nonce, m) || strings.Contains(m, nonce) {
+		t.Errorf("marker %q", m)
+	}
+	if _, err := NewClaude(&claude.Projection{}, Options{Nonce: nonce}); err == nil {
+		t.Error("a projection without a boundary was accepted")
+	}
+}
+
+// FuzzClaudeStrip: whatever the body, stripping never panics, and an
+// accepted body keeps the history, loses the nonce and the marker, and is
+// valid JSON.
+func FuzzClaudeStrip(f *testing.F) {
+	fx := loadClaude(f, 2)
+	b := len(fx.proj.Messages) - 1
+	f.Add(enveloped(f, fx.first, b))
+	f.Add(enveloped(f, fx.next, b))
+	f.Add(fx.first)
+	f.Add(`{"messages":[{"role":"user","content":"` + nonce + `"}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		fwd, s, err := stripClaude([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, true, "")
+		if err != nil {
+			var ref *bridge.Refusal
+			if !errors.As(err, &ref) {
+				t.Fatalf("a non-refusal error: %v", err)
+			}
+			return
+		}
+		if !gjson.ValidBytes(fwd) {
+			t.Fatalf("forwarded invalid JSON: %s", fwd)
+		}
+		if bytes.Contains(fwd, []byte(nonce)) || bytes.Contains(fwd, []byte(ClaudeMarker(nonce))) {
+			t.Fatalf("the envelope survived: %s", fwd)
+		}
+		if got := len(gjson.GetBytes(fwd, "messages").Array()); got < len(fx.proj.Messages)+len(s.Live) {
+			t.Fatalf("forwarded %d messages, fewer than the history", got)
+		}
+	})
+}

@@ -1,0 +1,181 @@
+package replay
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/replay/relocate"
+	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/claude"
+)
+
+const claudeE2E = "../testdata/e2e/sessions/claude-code"
+
+func claudeContinuation(t *testing.T, step int) *Continuation {
+	t.Helper()
+	session := sessionFile(t, claudeE2E)
+	plan, err := BuildPlan(&Request{Agent: "claude-code", Trajectory: session, AfterStep: step})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prefix bytes.Buffer
+	if err := claude.New().WritePrefix(&prefix, bytes.NewReader(data), int64(len(data)), plan.Trajectory, step); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	return &Continuation{Plan: plan, AfterStep: step, Source: session, Rebuilt: prefix.Bytes(),
+		Workspace: filepath.Join(dir, "ws"), Home: filepath.Join(dir, "home"),
+		Paths:    relocate.Paths{From: plan.Trajectory.Cwd, To: filepath.Join(dir, "ws")},
+		Envelope: envelope.Options{Nonce: testNonce, MaxLiveTurns: 3}}
+}
+
+// The recorded upstream gets each later response with its own tool_use ids,
+// inputs moved to the workspace.
+func TestClaudeReplies(t *testing.T) {
+	c := claudeContinuation(t, 2)
+	got, err := claudeLauncher{}.Replies(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d replies after step 2, want 4", len(got))
+	}
+	w := got[0].ToolCalls[0]
+	if w.Name != "Write" || w.ID != c.Plan.Trajectory.Actions[2].Calls[0].ID ||
+		gjson.GetBytes(w.Arguments, "file_path").Str != filepath.Join(c.Workspace, "NOTES.md") {
+		t.Errorf("first reply %+v (%s)", w, w.Arguments)
+	}
+	if last := got[3]; last.Text == "" || len(last.ToolCalls) != 0 {
+		t.Errorf("the final reply is %+v, want text only", last)
+	}
+}
+
+func TestClaudeStageAndCommand(t *testing.T) {
+	c := claudeContinuation(t, 2)
+	c.AgentArgs = []string{"--model", "opus"}
+	st, err := claudeLauncher{}.Stage(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.(*claudeStaged)
+	want := claude.StagePath(filepath.Join(c.Home, "claude-config"), c.Workspace, c.Plan.Trajectory.SessionID)
+	if s.path != want {
+		t.Errorf("staged at %s, want %s", s.path, want)
+	}
+	staged, err := os.ReadFile(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(staged, []byte(c.Paths.From)) || !bytes.Contains(staged, []byte(`"cwd":"`+c.Workspace+`"`)) {
+		t.Error("the staged session still names the recorded directory")
+	}
+	cmd, err := st.Command(BridgeAddr{URL: "http://127.0.0.1:1234", Token: "tok-secret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantArgs := []string{"--resume", c.Plan.Trajectory.SessionID, "--print", "--output-format", "stream-json", "--verbose",
+		"--dangerously-skip-permissions", "--tools", "Bash,Edit,Glob,Grep,Read,Write", "--model", "opus", "--max-turns", "4"}
+	if d := cmp.Diff(wantArgs, cmd.Args); d != "" {
+		t.Errorf("args (-want +got):\n%s", d)
+	}
+	if slices.ContainsFunc(cmd.Args, func(a string) bool { return strings.Contains(a, "tok-secret") }) {
+		t.Error("the bridge token is in argv")
+	}
+	for _, kv := range []string{"ANTHROPIC_API_KEY=tok-secret", "ANTHROPIC_BASE_URL=http://127.0.0.1:1234",
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(c.Home, "claude-config"), "CLAUDE_CODE_RESUME_PROMPT=" + envelope.ClaudeMarker(testNonce),
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"} {
+		if !slices.Contains(cmd.Env, kv) {
+			t.Errorf("env lacks %s", kv)
+		}
+	}
+	if string(cmd.Stdin) != testNonce {
+		t.Errorf("stdin %q", cmd.Stdin)
+	}
+
+	// --agent-arg choosing the tools wins over the inferred list.
+	c.AgentArgs = []string{"--tools=Bash"}
+	st, _ = claudeLauncher{}.Stage(c)
+	cmd, _ = st.Command(BridgeAddr{URL: "u", Token: "t"})
+	if slices.Contains(cmd.Args, "--tools") {
+		t.Errorf("args %v add --tools next to --agent-arg's", cmd.Args)
+	}
+}
+
+// claudeResumed is a staged two-line session followed by what 2.1.197 writes
+// when it resumes it with the nonce (boundary-envelope.md §1.5).
+func claudeResumed(marker, nonce string) (string, int) {
+	q := func(s string) string { return strings.ReplaceAll(s, "'", `"`) + "\n" }
+	staged := q(`{'parentUuid':null,'type':'user','uuid':'u1','sessionId':'s','message':{'role':'user','content':'task'}}`) +
+		q(`{'parentUuid':'u1','type':'assistant','uuid':'a1','sessionId':'s','message':{'id':'m1','role':'assistant','content':[{'type':'tool_use','id':'c1','name':'Bash','input':{}}]}}`) +
+		q(`{'parentUuid':'a1','type':'user','uuid':'r1','sessionId':'s','message':{'role':'user','content':[{'tool_use_id':'c1','type':'tool_result','content':'ok'}]}}`)
+	resumed := staged +
+		q(`{'type':'queue-operation','operation':'enqueue','sessionId':'s','content':'`+nonce+`'}`) +
+		q(`{'type':'queue-operation','operation':'dequeue','sessionId':'s'}`) +
+		q(`{'parentUuid':'r1','type':'user','isMeta':true,'uuid':'k1','sessionId':'s','message':{'role':'user','content':[{'type':'text','text':'`+marker+`'}]}}`) +
+		q(`{'parentUuid':'k1','type':'assistant','uuid':'n1','sessionId':'s','message':{'id':'x','model':'<synthetic>','role':'assistant','content':[{'type':'text','text':'No response requested.'}]}}`) +
+		q(`{'parentUuid':'n1','type':'user','uuid':'p1','sessionId':'s','message':{'role':'user','content':'`+nonce+`'}}`) +
+		q(`{'parentUuid':'p1','type':'assistant','uuid':'a2','sessionId':'s','message':{'id':'m2','role':'assistant','content':[{'type':'text','text':'done'}]}}`) +
+		q(`{'type':'last-prompt','lastPrompt':'`+nonce+`','leafUuid':'a2','sessionId':'s'}`) +
+		q(`{'type':'mode','mode':'normal','sessionId':'s'}`)
+	return resumed, 3
+}
+
+func TestCleanClaudeSession(t *testing.T) {
+	marker := envelope.ClaudeMarker(testNonce)
+	data, n := claudeResumed(marker, testNonce)
+	clean, removed, err := cleanClaudeSession([]byte(data), testNonce, marker, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(clean)), "\n") {
+		lines = append(lines, gjson.Get(l, "uuid").Str+"<-"+gjson.Get(l, "parentUuid").Str+" "+gjson.Get(l, "type").Str)
+	}
+	want := []string{"u1<- user", "a1<-u1 assistant", "r1<-a1 user", "a2<-r1 assistant", "<- mode"}
+	if d := cmp.Diff(want, lines); d != "" {
+		t.Errorf("cleaned session (-want +got):\n%s", d)
+	}
+	if len(removed) != 6 {
+		t.Errorf("removed %v", removed)
+	}
+	// The cleaned session still decodes, with the live answer on the chain.
+	tr, err := claude.New().Decode(bytes.NewReader(clean), trajectory.Options{})
+	if err != nil || len(tr.Actions) != 2 || tr.Actions[1].Text != "done" {
+		t.Errorf("decoded %v, %v", tr, err)
+	}
+
+	for name, tc := range map[string]struct{ data, err string }{
+		"not resumed":    {strings.Join(strings.SplitAfter(data, "\n")[:3], ""), "no resume nonce record"},
+		"unknown echo":   {data + `{"type":"summary","summary":"` + testNonce + `"}` + "\n", "still on line(s) [12]"},
+		"file rewritten": {"{}\n", "fewer than the 3 staged"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, _, err := cleanClaudeSession([]byte(tc.data), testNonce, marker, n)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("err = %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func TestClaudeLauncherRegistered(t *testing.T) {
+	l, ok := launchers["claude-code"]
+	if !ok || l.Binary() != "claude" {
+		t.Fatal("claude-code has no launcher")
+	}
+	if in, _ := l.Tested().Contains("2.1.197"); !in {
+		t.Errorf("the tested range %s excludes the version the e2e tests run", l.Tested())
+	}
+}
