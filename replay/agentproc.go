@@ -80,9 +80,13 @@ func startAgent(spec agentSpec, activity *atomic.Int64) (*agentProc, error) {
 	return p, nil
 }
 
-// stop asks the group to end (SIGTERM) and kills it after grace.
-func (p *agentProc) stop(grace time.Duration) {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+// stop asks the group to end with sig (SIGTERM when 0) and kills it after
+// grace.
+func (p *agentProc) stop(sig syscall.Signal, grace time.Duration) {
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
 	select {
 	case <-p.exited:
 	case <-time.After(grace):
@@ -125,6 +129,9 @@ type watch struct {
 	idle    time.Duration
 	// activity is read together with the process's own output counter.
 	activity *atomic.Int64
+	// signal and grace stop the CLI (SIGTERM and 3 s when zero).
+	signal syscall.Signal
+	grace  time.Duration
 }
 
 // supervise waits for the CLI to end and stops it when the bridge refused a
@@ -134,8 +141,12 @@ func (p *agentProc) supervise(ctx context.Context, w watch) stopReason {
 	tick := time.NewTicker(min(time.Second, w.idle/4+time.Millisecond))
 	defer tick.Stop()
 	last, lastAt := w.activity.Load(), time.Now()
+	grace := w.grace
+	if grace <= 0 {
+		grace = 3 * time.Second
+	}
 	stop := func(r stopReason) stopReason {
-		p.stop(3 * time.Second)
+		p.stop(w.signal, grace)
 		return r
 	}
 	for {

@@ -72,7 +72,8 @@ func (r *run) prepareContinue(ctx context.Context) error {
 		return err
 	}
 	c := &Continuation{Plan: r.plan, AfterStep: r.req.AfterStep, Source: r.req.Trajectory, Workspace: ws,
-		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: r.req.AgentArgs}
+		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: r.req.AgentArgs,
+		Entrypoint: entry, Env: env}
 	up, meta, err := r.upstream(l, c)
 	if err != nil {
 		return err
@@ -176,7 +177,11 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 		return nil, fail(result.ContinuationError, "starting %s: %v", *r.res.Agent.Entrypoint, err)
 	}
 	ct := &continuation{}
-	ct.stop = proc.supervise(ctx, watch{refused: srv.Refused(), budget: budget, idle: idle, activity: activity})
+	w := watch{refused: srv.Refused(), budget: budget, idle: idle, activity: activity}
+	if ss, ok := staged.(StopSignaler); ok {
+		w.signal, w.grace = ss.StopSignal()
+	}
+	ct.stop = proc.supervise(ctx, w)
 	ct.code, ct.signal, ct.waitErr = proc.wait()
 	ct.took = time.Since(start)
 	srv.Close() // every record complete before the stats are read
@@ -210,6 +215,9 @@ func (r *run) finishContinuation(ct *continuation) error {
 	} else {
 		for k, v := range ct.coll.Metadata {
 			meta[k] = v
+		}
+		for k, v := range ct.coll.ResultMetadata {
+			r.res.Metadata[k] = v
 		}
 		var err error
 		if continued, err = r.writeContinued(ct.coll.Session); err != nil {
@@ -265,7 +273,9 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 		return result.AgentFailed, fail(result.ContinuationError, "the run was interrupted while %s was running", bin)
 	case ct.waitErr != nil:
 		return result.AgentFailed, fail(result.InternalError, "waiting for %s: %v", bin, ct.waitErr)
-	case ct.code != 0:
+	case ct.code != 0 || (ct.stats.LastFailure != nil && r.res.ContinuedSteps == 0):
+		// Some CLIs (Pi) exit 0 when the model failed; with no live step
+		// taken the run did not continue, whatever the exit status says.
 		if lf := ct.stats.LastFailure; lf != nil {
 			cat := map[bridge.FailureKind]string{bridge.FailureRateLimit: result.ModelRateLimit,
 				bridge.FailureInternal: result.ModelInternalError, bridge.FailureConnection: result.ModelConnectionError}[lf.Kind]

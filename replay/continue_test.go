@@ -191,6 +191,9 @@ func TestContinueFailures(t *testing.T) {
 		{"server error", nil, func(r *Request) {
 			r.Hooks = &Hooks{Upstream: func(bridge.Upstream) bridge.Upstream { return failingUpstream{503} }}
 		}, result.ModelInternalError, 40, result.PhaseReplayed, "503"},
+		{"model error, agent exits 0", []string{"FAKE_CODEX_EXIT_ZERO=1"}, func(r *Request) {
+			r.Hooks = &Hooks{Upstream: func(bridge.Upstream) bridge.Upstream { return failingUpstream{503} }}
+		}, result.ModelInternalError, 40, result.PhaseReplayed, "503"},
 		{"idle agent", []string{"FAKE_CODEX_MODE=hang"}, func(r *Request) { r.IdleTimeout = 300 * time.Millisecond },
 			result.ContinuationError, 40, result.PhaseReplayed, "no activity"},
 		{"untested version", []string{"FAKE_CODEX_VERSION=0.100.0"}, nil,

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
@@ -72,6 +74,16 @@ type Collected struct {
 	// Metadata describes what was removed and anything the CLI inserted
 	// (it goes into result metadata under "continuation").
 	Metadata map[string]any
+	// ResultMetadata goes into the result's metadata at the top level
+	// (opencode_step_budget, say).
+	ResultMetadata map[string]any
+}
+
+// StopSignaler is implemented by a Staged whose CLI needs another signal
+// than SIGTERM to stop cleanly (OpenCode flushes its session on SIGINT), and
+// a longer grace period before it is killed.
+type StopSignaler interface {
+	StopSignal() (syscall.Signal, time.Duration)
 }
 
 // Continuation is what a launcher is given.
@@ -88,10 +100,15 @@ type Continuation struct {
 	Paths     relocate.Paths
 	// Home is an empty directory in the run's state dir for the agent's
 	// isolated home (config, sessions).
-	Home      string
-	Version   string // the CLI's version, as probed
-	AgentArgs []string
-	Envelope  envelope.Options
+	Home    string
+	Version string // the CLI's version, as probed
+	// Entrypoint is the CLI's absolute path and Env the environment it runs
+	// with (before Command's additions), for launchers that must run the
+	// CLI for staging or collecting (opencode import / export).
+	Entrypoint string
+	Env        []string
+	AgentArgs  []string
+	Envelope   envelope.Options
 }
 
 // launchers are the agents whose continuation this build supports; a
@@ -99,6 +116,8 @@ type Continuation struct {
 var launchers = map[string]Launcher{
 	"codex":       codexLauncher{},
 	"claude-code": claudeLauncher{},
+	"opencode":    opencodeLauncher{},
+	"pi":          piLauncher{},
 }
 
 // entrypoint resolves the CLI: --agent-entrypoint, or the launcher's binary on

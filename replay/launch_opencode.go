@@ -1,0 +1,235 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/trajectory/opencode"
+)
+
+// opencodeLauncher continues an OpenCode session with `opencode run
+// --session <id> <nonce>` (1.18). The rebuilt session is an export document;
+// `opencode import` loads it, ids and all, into OpenCode's database in
+// isolated XDG dirs, and a provider with the recorded provider and model ids
+// points at the bridge over Chat Completions (the ids stay as recorded, so
+// OpenCode picks the same system prompt and the requests the same model).
+//
+// OpenCode ignores its agent step limit on resumed sessions (pvisor.md §6),
+// so the step budget is the bridge's: the request over the budget is held,
+// and the engine stops OpenCode with SIGINT (it then writes its session and
+// exits) and kills it after a grace period.
+type opencodeLauncher struct{}
+
+const (
+	opencodeTokenEnv = "PVISOR_BRIDGE_TOKEN"
+	// opencodeStopGrace is how long a stopped OpenCode may take to flush its
+	// session after SIGINT.
+	opencodeStopGrace = 20 * time.Second
+	// opencodeToolTimeout bounds import and export, which only touch the
+	// local database.
+	opencodeToolTimeout = 2 * time.Minute
+)
+
+func (opencodeLauncher) Binary() string            { return "opencode" }
+func (opencodeLauncher) Tested() VersionRange      { return VersionRange{Min: "1.18.0", Below: "1.19.0"} }
+func (opencodeLauncher) Protocol() bridge.Protocol { return bridge.Chat }
+
+// Replies plays the recorded steps after the boundary with their own call
+// ids, tool names and arguments (paths relocated).
+func (opencodeLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) { return chatReplies(c) }
+
+// chatReplies turns the recorded actions after the boundary into replies.
+// It serves the agents whose tool calls are plain function calls with JSON
+// arguments (OpenCode, Pi).
+func chatReplies(c *Continuation) ([]fakemodel.Reply, error) {
+	t := c.Plan.Trajectory
+	i := t.ActionIndex(c.AfterStep)
+	if i < 0 {
+		return nil, fmt.Errorf("step %d not found", c.AfterStep)
+	}
+	var out []fakemodel.Reply
+	for n, a := range t.Actions[i+1:] {
+		rep := fakemodel.Reply{Thinking: c.Paths.String(a.Reasoning), Text: c.Paths.String(a.Text)}
+		for _, call := range a.Calls {
+			args := call.Arguments
+			if !gjson.ValidBytes(args) || !gjson.ParseBytes(args).IsObject() {
+				return nil, fmt.Errorf("response %d after the boundary: call %s (%s) has arguments that are not a JSON object", n+1, call.ID, call.Name)
+			}
+			args, _, err := c.Paths.JSON(args)
+			if err != nil {
+				return nil, err
+			}
+			rep.ToolCalls = append(rep.ToolCalls, fakemodel.ToolCall{ID: call.ID, Name: call.Name, Arguments: args})
+		}
+		if rep.Thinking == "" && rep.Text == "" && len(rep.ToolCalls) == 0 {
+			return nil, fmt.Errorf("response %d after the boundary (%s) is empty and cannot be played back", n+1, a.Locator)
+		}
+		out = append(out, rep)
+	}
+	return out, nil
+}
+
+// opencodeStaged is an export ready for `opencode import`.
+type opencodeStaged struct {
+	c          *Continuation
+	conv       *envelope.OpenCode
+	sid        string
+	export     string // the staged export document
+	provider   string
+	model      string
+	stagedMsgs int
+}
+
+func (opencodeLauncher) Stage(c *Continuation) (Staged, error) {
+	doc, _, err := c.Paths.JSON(c.Rebuilt)
+	if err != nil {
+		return nil, fmt.Errorf("relocating the export: %w", err)
+	}
+	proj, err := opencode.Project(bytes.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("the staged export: %w", err)
+	}
+	s := &opencodeStaged{c: c, sid: proj.SessionID, export: filepath.Join(c.Home, "pvisor-staged-session.json"),
+		stagedMsgs: len(gjson.GetBytes(doc, "messages").Array())}
+	s.provider, s.model = opencodeModel(doc)
+	if s.provider == "" || s.model == "" {
+		return nil, fmt.Errorf("the export names no provider and model (messages[].info.providerID/modelID or info.model)")
+	}
+	if err := os.WriteFile(s.export, doc, 0o600); err != nil {
+		return nil, err
+	}
+	if s.conv, err = envelope.NewOpenCode(proj.Items, c.Envelope); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// opencodeModel is the provider and model the session last used: the last
+// assistant message's, else the session's.
+func opencodeModel(doc []byte) (provider, model string) {
+	for _, m := range gjson.GetBytes(doc, "messages").Array() {
+		info := m.Get("info")
+		switch {
+		case info.Get("providerID").Str != "" && info.Get("modelID").Str != "":
+			provider, model = info.Get("providerID").Str, info.Get("modelID").Str
+		case provider == "" && info.Get("model.providerID").Str != "":
+			provider, model = info.Get("model.providerID").Str, info.Get("model.modelID").Str
+		}
+	}
+	if provider == "" {
+		provider, model = gjson.GetBytes(doc, "info.model.providerID").Str, gjson.GetBytes(doc, "info.model.id").Str
+	}
+	return provider, model
+}
+
+func (s *opencodeStaged) Conversation() envelope.Conversation { return s.conv }
+
+func (s *opencodeStaged) StopSignal() (syscall.Signal, time.Duration) {
+	return syscall.SIGINT, opencodeStopGrace
+}
+
+// env is the CLI's environment: every config, data, cache and state dir in
+// the isolated home, and OpenCode's network extras off.
+func (s *opencodeStaged) env(token string) []string {
+	h := s.c.Home
+	env := []string{"HOME=" + h,
+		"XDG_CONFIG_HOME=" + filepath.Join(h, "config"), "XDG_DATA_HOME=" + filepath.Join(h, "data"),
+		"XDG_CACHE_HOME=" + filepath.Join(h, "cache"), "XDG_STATE_HOME=" + filepath.Join(h, "state"),
+		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+		"OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "NO_COLOR=1", "TERM=dumb"}
+	if token != "" {
+		env = append(env, opencodeTokenEnv+"="+token)
+	}
+	return env
+}
+
+// Command writes opencode.json for the bridge, imports the staged export and
+// resumes the session with the nonce as its prompt (run cannot start
+// without one).
+func (s *opencodeStaged) Command(b BridgeAddr) (Command, error) {
+	cfg := map[string]any{
+		"$schema":     "https://opencode.ai/config.json",
+		"model":       s.provider + "/" + s.model,
+		"small_model": s.provider + "/" + s.model,
+		"autoupdate":  false,
+		"share":       "disabled",
+		"permission":  map[string]any{"edit": "allow", "bash": "allow", "webfetch": "deny", "external_directory": "allow"},
+		"provider": map[string]any{s.provider: map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "pvisor bridge",
+			"options": map[string]any{"baseURL": b.URL + "/v1", "apiKey": "{env:" + opencodeTokenEnv + "}"},
+			"models":  map[string]any{s.model: map[string]any{"name": s.model, "tool_call": true}},
+		}},
+	}
+	if n := s.c.Envelope.MaxLiveTurns; n > 0 {
+		// A native limit one step past the budget, as a backstop should the
+		// bridge's budget not hold. Not the budget itself: on its last
+		// allowed step OpenCode 1.18 appends an assistant "maximum steps
+		// reached" message and offers no tools, so the model would get one
+		// request fewer than the budget allows, and one that is not a step.
+		cfg["agent"] = map[string]any{"build": map[string]any{"steps": n + 1}}
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return Command{}, err
+	}
+	dir := filepath.Join(s.c.Home, "config", "opencode")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Command{}, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), data, 0o600); err != nil {
+		return Command{}, err
+	}
+	out, errOut, err := s.tool("import", s.export)
+	if err != nil {
+		return Command{}, err
+	}
+	if all := append(out, errOut...); !bytes.Contains(all, []byte(s.sid)) {
+		return Command{}, fmt.Errorf("opencode import did not report session %s: %s", s.sid, clipOut(all))
+	}
+	args := []string{"run", "--format", "json", "--session", s.sid, "--model", s.provider + "/" + s.model}
+	args = append(args, s.c.AgentArgs...)
+	args = append(args, s.c.Envelope.Nonce)
+	return Command{Args: args, Env: s.env(b.Token)}, nil
+}
+
+// tool runs an OpenCode subcommand that only touches the local database
+// (import, export) and returns its output.
+func (s *opencodeStaged) tool(args ...string) (stdout, stderr []byte, err error) {
+	if s.c.Entrypoint == "" {
+		return nil, nil, fmt.Errorf("no opencode entrypoint to run %s with", args[0])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), opencodeToolTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.c.Entrypoint, args...)
+	cmd.Dir = s.c.Workspace
+	cmd.Env = append(append([]string(nil), s.c.Env...), s.env("")...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	cmd.WaitDelay = time.Second
+	if err := cmd.Run(); err != nil {
+		return nil, nil, fmt.Errorf("opencode %s: %v: %s", args[0], err, clipOut(errOut.Bytes()))
+	}
+	return out.Bytes(), errOut.Bytes(), nil
+}
+
+func clipOut(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 400 {
+		s = s[len(s)-400:]
+	}
+	return s
+}

@@ -1,0 +1,236 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/trajectory/pi"
+)
+
+// piLauncher continues a Pi session with `pi --mode json --session <id>
+// <nonce>` (0.73). The rebuilt v3 session goes where Pi looks for the
+// workspace's sessions (~/.pi/agent/sessions/--<cwd>--/ under the isolated
+// HOME), with its header cwd set to the workspace, and models.json points a
+// provider with the recorded provider and model ids at the bridge over Chat
+// Completions. Pi has no step limit of its own, so the step budget is the
+// bridge's.
+type piLauncher struct{}
+
+const piTokenEnv = "PVISOR_BRIDGE_TOKEN"
+
+// piTools are Pi's built-in tools in the order its --tools flag lists them;
+// read, bash, edit and write are on by default.
+var piTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
+
+func (piLauncher) Binary() string            { return "pi" }
+func (piLauncher) Tested() VersionRange      { return VersionRange{Min: "0.73.0", Below: "0.74.0"} }
+func (piLauncher) Protocol() bridge.Protocol { return bridge.Chat }
+
+func (piLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) { return chatReplies(c) }
+
+type piStaged struct {
+	c          *Continuation
+	conv       *envelope.Pi
+	sid        string
+	path       string // the staged session file, which Pi appends to
+	lastID     string // the boundary entry
+	lines      int
+	provider   string
+	model      string
+	tools      []string
+	pathPrefix string // a directory with an fd wrapper, when one was needed
+}
+
+var piFileRe = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z_(.+)\.jsonl$`)
+
+func (piLauncher) Stage(c *Continuation) (Staged, error) {
+	cwd := c.Workspace
+	if real, err := filepath.EvalSymlinks(cwd); err == nil {
+		cwd = real // Pi keys sessions by process.cwd(), which is resolved
+	}
+	var out bytes.Buffer
+	s := &piStaged{c: c}
+	ts := ""
+	for n, line := range bytes.SplitAfter(c.Rebuilt, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		line, _, err := c.Paths.JSON(bytes.TrimRight(line, "\n"))
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", n+1, err)
+		}
+		rec := gjson.ParseBytes(line)
+		switch rec.Get("type").Str {
+		case "session":
+			s.sid, ts = rec.Get("id").Str, rec.Get("timestamp").Str
+			line = setString(line, "cwd", cwd)
+		case "model_change":
+			s.provider, s.model = rec.Get("provider").Str, rec.Get("modelId").Str
+		case "message":
+			if p := rec.Get("message.provider").Str; p != "" && rec.Get("message.model").Str != "" {
+				s.provider, s.model = p, rec.Get("message.model").Str
+			}
+		}
+		s.lines++
+		out.Write(line)
+		out.WriteByte('\n')
+	}
+	if s.sid == "" {
+		return nil, fmt.Errorf("the session has no header id")
+	}
+	if s.provider == "" || s.model == "" {
+		return nil, fmt.Errorf("the session names no provider and model (model_change entries or assistant messages)")
+	}
+	proj, err := pi.Project(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		return nil, fmt.Errorf("the staged session: %w", err)
+	}
+	s.lastID = proj.LastID
+	if s.conv, err = envelope.NewPi(proj.Items, c.Envelope); err != nil {
+		return nil, err
+	}
+	s.tools = usedPiTools(c)
+
+	name := filepath.Base(c.Source)
+	if m := piFileRe.FindStringSubmatch(name); m == nil || m[1] != s.sid {
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil {
+			t = time.Now()
+		}
+		name = strings.ReplaceAll(t.UTC().Format("2006-01-02T15:04:05.000Z"), ":", "-") + "_" + s.sid + ".jsonl"
+		name = strings.Replace(name, ".", "-", 1)
+	}
+	dir := filepath.Join(c.Home, ".pi", "agent", "sessions", piSessionDir(cwd))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	s.path = filepath.Join(dir, name)
+	if err := os.WriteFile(s.path, out.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	// A copy of what the CLI resumed from: the session file itself grows.
+	if err := os.WriteFile(filepath.Join(c.Home, "pvisor-staged-session.jsonl"), out.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// piSessionDir is Pi's directory name for a working directory: the path
+// without its leading separator, separators and colons as '-', in "--".
+func piSessionDir(cwd string) string {
+	p := strings.TrimLeft(cwd, "/\\")
+	p = strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(p)
+	return "--" + p + "--"
+}
+
+// usedPiTools is Pi's default tools plus every built-in the trajectory
+// called, so a session recorded with --tools grep,find,ls resumes with them.
+func usedPiTools(c *Continuation) []string {
+	used := map[string]bool{"read": true, "bash": true, "edit": true, "write": true}
+	for _, a := range c.Plan.Trajectory.Actions {
+		for _, call := range a.Calls {
+			used[call.Name] = true
+		}
+	}
+	var out []string
+	for _, t := range piTools {
+		if used[t] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (s *piStaged) Conversation() envelope.Conversation { return s.conv }
+
+// Command writes models.json for the bridge and resumes the session with the
+// nonce as its prompt (print and json modes do nothing without one).
+func (s *piStaged) Command(b BridgeAddr) (Command, error) {
+	models := map[string]any{"providers": map[string]any{s.provider: map[string]any{
+		"baseUrl": b.URL + "/v1",
+		"api":     "openai-completions",
+		"apiKey":  piTokenEnv,
+		"models":  []any{map[string]any{"id": s.model, "name": s.model}},
+	}}}
+	data, err := json.MarshalIndent(models, "", "  ")
+	if err != nil {
+		return Command{}, err
+	}
+	dir := filepath.Join(s.c.Home, ".pi", "agent")
+	if err := os.WriteFile(filepath.Join(dir, "models.json"), data, 0o600); err != nil {
+		return Command{}, err
+	}
+	env := []string{"HOME=" + s.c.Home, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0",
+		"XDG_CONFIG_HOME=" + filepath.Join(s.c.Home, ".config"), "XDG_DATA_HOME=" + filepath.Join(s.c.Home, ".local", "share"),
+		"XDG_CACHE_HOME=" + filepath.Join(s.c.Home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(s.c.Home, ".local", "state"),
+		"NO_COLOR=1", "TERM=dumb", piTokenEnv + "=" + b.Token}
+	if slices.Contains(s.tools, "find") {
+		if bin, err := s.provideFd(); err != nil {
+			return Command{}, err
+		} else if bin != "" {
+			env = append(env, "PATH="+bin+string(os.PathListSeparator)+envValue(s.c.Env, "PATH"))
+		}
+	}
+	args := []string{"--mode", "json", "--provider", s.provider, "--model", s.model, "--tools", strings.Join(s.tools, ",")}
+	args = append(args, s.c.AgentArgs...)
+	args = append(args, "--session", s.sid, s.c.Envelope.Nonce)
+	return Command{Args: args, Env: env}, nil
+}
+
+// provideFd puts an fd that Pi's find tool accepts on PATH when there is none:
+// Pi 0.73 runs fd with --no-require-git (fd ≥ 8.7), Debian ships it as
+// fdfind, older than that. The wrapper drops the flag, which changes nothing
+// inside a git repository. Without fd Pi tries to download it, and fails
+// offline. It returns the directory to put first on PATH, "" when fd is
+// there already.
+func (s *piStaged) provideFd() (string, error) {
+	path := envValue(s.c.Env, "PATH")
+	if lookIn(path, "fd") != "" {
+		return "", nil
+	}
+	fdfind := lookIn(path, "fdfind")
+	if fdfind == "" {
+		return "", nil // Pi's find reports its own error; the rest still works
+	}
+	help, _ := exec.Command(fdfind, "--help").Output()
+	script := "#!/bin/sh\nexec " + fdfind + " \"$@\"\n"
+	if !bytes.Contains(help, []byte("--no-require-git")) {
+		script = "#!/bin/sh\n# fd < 8.7 has no --no-require-git; drop it.\n" +
+			"for a; do shift; [ \"$a\" = --no-require-git ] || set -- \"$@\" \"$a\"; done\n" +
+			"exec " + fdfind + " \"$@\"\n"
+	}
+	bin := filepath.Join(s.c.Home, "bin")
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(bin, "fd"), []byte(script), 0o700); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
+func lookIn(path, name string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return ""
+}
