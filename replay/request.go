@@ -52,6 +52,9 @@ type Request struct {
 	AllowUntestedVersion   bool
 	DisableThinking        bool
 	Upstream               string
+	// UpstreamModel is the model name sent to an openai-chat upstream that
+	// serves Claude Code (whose own model names such servers do not know).
+	UpstreamModel string
 	// IdleTimeout stops a continued agent that neither writes output nor
 	// talks to the model for this long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration `json:",omitempty"`

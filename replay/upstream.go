@@ -9,6 +9,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/recorded"
+	"github.com/pvisor/pvisor/bridge/translate"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -56,16 +57,37 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 		if err != nil {
 			return nil, nil, configErr("--upstream: %v, or %s", err, UpstreamRecorded)
 		}
-		if p != l.Protocol() {
-			return nil, nil, configErr("--upstream %s cannot serve %s, which speaks %s (the bridge never translates); use --upstream %s or %s",
+		cfg := bridge.UpstreamConfig{Protocol: p}.FillFromEnv(os.Getenv)
+		switch {
+		case p == bridge.Chat && l.Protocol() == bridge.Anthropic:
+			// Claude Code on an OpenAI-compatible server (vLLM, LiteLLM):
+			// the only translation the bridge does, and only on request.
+			model := r.req.UpstreamModel
+			if model == "" {
+				model = os.Getenv("OPENAI_MODEL")
+			}
+			if model == "" {
+				return nil, nil, configErr("--upstream openai-chat for %s needs the model the server serves (--upstream-model or OPENAI_MODEL): the agent asks for its own model names", r.plan.Format.Agent())
+			}
+			tu, err := translate.NewChatUpstream(cfg, model)
+			if err != nil {
+				return nil, nil, configErr("%v", err)
+			}
+			meta["endpoint"] = tu.String()
+			meta["translation"] = "anthropic-messages-to-chat-completions"
+			meta["model"] = model
+			up = tu
+		case p != l.Protocol():
+			return nil, nil, configErr("--upstream %s cannot serve %s, which speaks %s; use --upstream %s or %s",
 				p, r.plan.Format.Agent(), l.Protocol(), l.Protocol(), UpstreamRecorded)
+		default:
+			hu, err := bridge.NewHTTPUpstream(cfg)
+			if err != nil {
+				return nil, nil, configErr("%v", err)
+			}
+			meta["endpoint"] = hu.String()
+			up = hu
 		}
-		hu, err := bridge.NewHTTPUpstream(bridge.UpstreamConfig{Protocol: p}.FillFromEnv(os.Getenv))
-		if err != nil {
-			return nil, nil, configErr("%v", err)
-		}
-		meta["endpoint"] = hu.String()
-		up = hu
 	}
 	if h := r.req.Hooks; h != nil && h.Upstream != nil {
 		up = h.Upstream(up)

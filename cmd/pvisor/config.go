@@ -41,6 +41,7 @@ type replayTable struct {
 	AllowUntestedVersion   bool     `toml:"allow_untested_version"`
 	DisableThinking        bool     `toml:"disable_thinking"`
 	Upstream               string   `toml:"upstream"`
+	UpstreamModel          string   `toml:"upstream_model"`
 }
 
 type runTable struct {
@@ -93,7 +94,7 @@ func loadReplayConfig(path string) (*replay.Request, error) {
 		AllowStaleObservations: r.AllowStaleObservations, BoundaryUserPrompt: r.BoundaryUserPrompt,
 		RunID: r.RunID, SessionID: r.SessionID, Workspace: rel(r.Workspace), StateRoot: rel(r.StateDir),
 		OutputRoot: rel(r.OutputDir), AgentEntrypoint: rel(r.AgentEntrypoint), AgentArgs: r.AgentArgs,
-		AllowUntestedVersion: r.AllowUntestedVersion, DisableThinking: r.DisableThinking, Upstream: r.Upstream,
+		AllowUntestedVersion: r.AllowUntestedVersion, DisableThinking: r.DisableThinking, Upstream: r.Upstream, UpstreamModel: r.UpstreamModel,
 	}
 	switch {
 	case r.PrepareOnly:

@@ -110,6 +110,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.BoolVar(&req.AllowUntestedVersion, "allow-untested-version", false, "run an agent version outside the tested range (quality becomes degraded)")
 	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "ask the model not to think during the continuation")
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
+	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
 	fs.IntVar(&req.Run.TimeoutMS, "timeout-ms", 0, "overall time limit in `ms` (0 = none)")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
