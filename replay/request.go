@@ -112,6 +112,18 @@ func (r *Request) Validate() error {
 	case r.BoundaryUserPrompt != "" && strings.TrimSpace(r.BoundaryUserPrompt) == "":
 		return configErr("--boundary-user-prompt must contain a non-whitespace character")
 	}
+	// Accepted for compatibility with existing configs, but not built yet:
+	// refusing beats silently running without them.
+	switch {
+	case r.DisableThinking:
+		return configErr("--disable-thinking (disable_thinking) is not supported yet; remove it")
+	case r.SessionID != "":
+		return configErr("--session-id (session_id) is not supported yet; remove it")
+	case r.Run.TimeoutMS != 0:
+		return configErr("--timeout-ms ([run] timeout_ms) is not supported yet; remove it")
+	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off", r.Overlaynet.Policy != "":
+		return configErr("[overlaynet] is not supported yet; remove the table or set mode = \"off\"")
+	}
 	if _, ok := lookupFormat(r.Agent); !ok {
 		return configErr("unknown agent %q (supported: %s)", r.Agent, strings.Join(agentNames(), ", "))
 	}

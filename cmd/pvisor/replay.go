@@ -40,6 +40,9 @@ model service); otherwise the bridge forwards to the agent's own protocol,
 configured from the provider's usual variables: OPENAI_API_KEY and
 OPENAI_BASE_URL, or ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and
 ANTHROPIC_BASE_URL. Keys stay with pvisor; the agent never sees them.
+--upstream openai-chat with claude-code translates Messages to Chat
+Completions for OpenAI-compatible servers (name the served model with
+--upstream-model).
 
 Exit codes: 0 ok, 2 configuration, 10 trajectory, 11 unsupported agent or
 version, 20 workspace, 30 executor, 31 ambiguous execution, 40 continuation
@@ -101,17 +104,17 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.BoolVar(&req.AllowStaleObservations, "allow-stale-observations", false, "reuse recorded observations of tools the replay cannot run (quality becomes degraded)")
 	fs.StringVar(&req.BoundaryUserPrompt, "boundary-user-prompt", "", "user `text` appended after the boundary observation (only its length and sha256 are recorded)")
 	fs.StringVar(&req.RunID, "run-id", "", "run `id` ([A-Za-z0-9_-]+; default replay-<uuid>)")
-	fs.StringVar(&req.SessionID, "session-id", "", "model-router session key (default: the run id)")
+	fs.StringVar(&req.SessionID, "session-id", "", "model-router session key (not supported yet; refused)")
 	fs.StringVar(&req.Workspace, "workspace", "", "`dir` the tools run in (default: current directory)")
 	fs.StringVar(&req.StateRoot, "state-dir", "", "root `dir` of per-run state (default "+replay.DefaultStateRoot+")")
 	fs.StringVar(&req.OutputRoot, "output-dir", "", "root `dir` of per-run outputs (default "+replay.DefaultOutputRoot+")")
 	fs.StringVar(&req.AgentEntrypoint, "agent-entrypoint", "", "agent CLI `path` (default: found on PATH)")
 	fs.StringArrayVar(&req.AgentArgs, "agent-arg", nil, "extra native `argument` for the agent CLI (repeatable)")
 	fs.BoolVar(&req.AllowUntestedVersion, "allow-untested-version", false, "run an agent version outside the tested range (quality becomes degraded)")
-	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "ask the model not to think during the continuation")
+	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "(not supported yet; refused)")
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
-	fs.IntVar(&req.Run.TimeoutMS, "timeout-ms", 0, "overall time limit in `ms` (0 = none)")
+	fs.IntVar(&req.Run.TimeoutMS, "timeout-ms", 0, "overall time limit in `ms` (not supported yet; refused)")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
