@@ -16,6 +16,7 @@ import (
 
 	"github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // Bash timeouts, in milliseconds: the default when the call has none and
@@ -111,9 +112,9 @@ func (s *toolSession) bash(ctx context.Context, step int, call *trajectory.ToolC
 	}
 	var out string
 	if modern {
-		out = stripBlankLines(jsTrimEnd(stdout) + "\n")
+		out = stripBlankLines(jsstr.TrimEnd(stdout) + "\n")
 	} else {
-		out = stripBlankLines(jsTrimEnd(stdout) + "\n" + jsTrimEnd(stderr) + "\n")
+		out = stripBlankLines(jsstr.TrimEnd(stdout) + "\n" + jsstr.TrimEnd(stderr) + "\n")
 	}
 	nat := bashNative{Stdout: out, ReturnCodeInterpretation: interp}
 	if reset != "" {
@@ -132,9 +133,9 @@ func (s *toolSession) bash(ctx context.Context, step int, call *trajectory.ToolC
 	}
 	res.native = nat
 	content := leadingBlankLines.ReplaceAllString(out, "")
-	content = jsTrimEnd(content)
+	content = jsstr.TrimEnd(content)
 	parts := []string{}
-	for _, p := range []string{content, jsTrim(nat.Stderr), nat.StaleReadFileStateHint} {
+	for _, p := range []string{content, jsstr.Trim(nat.Stderr), nat.StaleReadFileStateHint} {
 		if p != "" {
 			parts = append(parts, p)
 		}
@@ -143,7 +144,7 @@ func (s *toolSession) bash(ctx context.Context, step int, call *trajectory.ToolC
 	if res.content == "" && s.style.is(s.style.emptyNote, true) {
 		res.content = bashNoOutput
 	}
-	if jsLen(res.content) > bashPersistThreshold {
+	if jsstr.Len(res.content) > bashPersistThreshold {
 		res.content = s.persisted(call, res.content, logPath)
 	}
 	return res, nil
@@ -213,14 +214,14 @@ func bashError(withCode bool, code int, stdout, stderr string) string {
 			parts = append(parts, p)
 		}
 	}
-	msg := jsTrim(strings.Join(parts, "\n"))
+	msg := jsstr.Trim(strings.Join(parts, "\n"))
 	if msg == "" {
 		msg = "Command failed with no output"
 	}
-	if n := jsLen(msg); n > 2*errorKeep {
-		head := jsSlice(msg, errorKeep)
-		tail := jsSliceFrom(msg, n-errorKeep)
-		msg = fmt.Sprintf("%s\n\n... [%d characters truncated] ...\n\n%s", head, n-jsLen(head)-jsLen(tail), tail)
+	if n := jsstr.Len(msg); n > 2*errorKeep {
+		head := jsstr.Prefix(msg, errorKeep)
+		tail := jsstr.SliceFrom(msg, n-errorKeep)
+		msg = fmt.Sprintf("%s\n\n... [%d characters truncated] ...\n\n%s", head, n-jsstr.Len(head)-jsstr.Len(tail), tail)
 	}
 	return msg
 }
@@ -229,10 +230,10 @@ func bashError(withCode bool, code int, stdout, stderr string) string {
 func stripBlankLines(s string) string {
 	lines := strings.Split(s, "\n")
 	i, j := 0, len(lines)-1
-	for i < len(lines) && jsTrim(lines[i]) == "" {
+	for i < len(lines) && jsstr.Trim(lines[i]) == "" {
 		i++
 	}
-	for j >= 0 && jsTrim(lines[j]) == "" {
+	for j >= 0 && jsstr.Trim(lines[j]) == "" {
 		j--
 	}
 	if i > j {
@@ -262,16 +263,16 @@ func (s *toolSession) persisted(call *trajectory.ToolCall, content, logPath stri
 		s.style.toolResults = filepath.Dir(path)
 	}
 	preview, more := content, false
-	if jsLen(content) > persistPreview {
-		cut := jsSlice(content, persistPreview)
-		if i := strings.LastIndexByte(cut, '\n'); i >= 0 && jsLen(cut[:i]) > persistPreview/2 {
+	if jsstr.Len(content) > persistPreview {
+		cut := jsstr.Prefix(content, persistPreview)
+		if i := strings.LastIndexByte(cut, '\n'); i >= 0 && jsstr.Len(cut[:i]) > persistPreview/2 {
 			cut = cut[:i]
 		}
 		preview, more = cut, true
 	}
 	var b strings.Builder
 	b.WriteString("<persisted-output>\n")
-	fmt.Fprintf(&b, "Output too large (%s). Full output saved to: %s\n\n", jsSize(jsLen(content)), path)
+	fmt.Fprintf(&b, "Output too large (%s). Full output saved to: %s\n\n", jsSize(jsstr.Len(content)), path)
 	fmt.Fprintf(&b, "Preview (first %s):\n", jsSize(persistPreview))
 	b.WriteString(preview)
 	if more {
@@ -321,7 +322,7 @@ func exitSemantics(command string, code int) (isError bool, interp string) {
 }
 
 func firstWord(s string) string {
-	f := strings.FieldsFunc(jsTrim(s), isJSSpace)
+	f := strings.FieldsFunc(jsstr.Trim(s), jsstr.IsSpace)
 	if len(f) == 0 {
 		return ""
 	}
@@ -329,7 +330,7 @@ func firstWord(s string) string {
 }
 
 func gitSubcommand(s string) string {
-	f := strings.FieldsFunc(jsTrim(s), isJSSpace)
+	f := strings.FieldsFunc(jsstr.Trim(s), jsstr.IsSpace)
 	for i := 1; i < len(f); i++ {
 		if strings.HasPrefix(f[i], "-") {
 			if f[i] == "-C" || f[i] == "-c" {
@@ -367,7 +368,7 @@ func splitCommand(cmd string) []string {
 	var segs []string
 	var cur strings.Builder
 	flush := func() {
-		if t := jsTrim(cur.String()); t != "" {
+		if t := jsstr.Trim(cur.String()); t != "" {
 			segs = append(segs, t)
 		}
 		cur.Reset()

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/run"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 type editNative struct {
@@ -151,8 +152,8 @@ func (s *toolSession) multiEdit(in gjson.Result) (toolResult, error) {
 }
 
 func clip50(s string) string {
-	if jsLen(s) > 50 {
-		return jsSlice(s, 50) + "..."
+	if jsstr.Len(s) > 50 {
+		return jsstr.Prefix(s, 50) + "..."
 	}
 	return s
 }
@@ -214,7 +215,7 @@ func (s *toolSession) checkEdit(t target, e editSpec) (string, *toolResult) {
 		return rej(msg)
 	}
 	if e.OldString == "" {
-		if jsTrim(t.content) != "" {
+		if jsstr.Trim(t.content) != "" {
 			return rej("Cannot create new file - file already exists.")
 		}
 		return "", nil

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/run"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // Read limits of Claude Code 2.1 (the defaults of its tengu_amber_wren
@@ -236,7 +237,7 @@ func estimateTokens(content, ext string) int {
 	case ".json", ".jsonl", ".jsonc":
 		per = 2
 	}
-	return int(math.Round(float64(jsLen(content)) / per))
+	return int(math.Round(float64(jsstr.Len(content)) / per))
 }
 
 // partialRead cuts a whole-file read over the token cap to its first lines
@@ -245,8 +246,8 @@ func estimateTokens(content, ext string) int {
 func partialRead(g string, tokens, total int) (string, int, string) {
 	l := readMaxTokens
 	lines := strings.Split(g, "\n")
-	ratio := math.Max(0.5, float64(jsLen(g))/float64(max(1, tokens)))
-	est := func(s string) float64 { return float64(jsLen(s)) / ratio }
+	ratio := math.Max(0.5, float64(jsstr.Len(g))/float64(max(1, tokens)))
+	est := func(s string) float64 { return float64(jsstr.Len(s)) / ratio }
 	m := max(1, min(len(lines), int(math.Floor(float64(len(lines))*float64(l)/float64(max(1, tokens))*0.85))))
 	w := strings.Join(lines[:m], "\n")
 	for k := 0; k < 6; k++ {
@@ -257,10 +258,10 @@ func partialRead(g string, tokens, total int) (string, int, string) {
 		w = strings.Join(lines[:m], "\n")
 	}
 	byChars := false
-	if est(w) > float64(l) || jsTrim(w) == "" {
+	if est(w) > float64(l) || jsstr.Trim(w) == "" {
 		k := max(1, int(math.Floor(float64(l)*ratio*0.85)))
 		for y := 0; y < 6; y++ {
-			w = jsSlice(g, k)
+			w = jsstr.Prefix(g, k)
 			if est(w) <= float64(l) {
 				break
 			}
@@ -278,7 +279,7 @@ func partialRead(g string, tokens, total int) (string, int, string) {
 			partialView, n, total, tokens, l, n+1, n)
 	} else {
 		note = fmt.Sprintf("%sshowing the first %d of %d characters (%d tokens, cap %d); this file has very long lines and cannot be paginated by line. Use Grep to find a specific section, or Read with offset/limit to page through it. Do NOT answer from this excerpt alone if the answer may be elsewhere in the file.]",
-			partialView, jsLen(w), jsLen(g), tokens, l)
+			partialView, jsstr.Len(w), jsstr.Len(g), tokens, l)
 	}
 	return w, n, note
 }

@@ -6,76 +6,13 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
-// Helpers that reproduce JavaScript string semantics where Claude Code's
-// output depends on them: String.prototype.trim's whitespace set, lengths
-// and slices in UTF-16 code units, JSON.stringify's encoding, and
-// Number.prototype.toFixed for sizes.
-
-// isJSSpace reports whether r is whitespace for JavaScript's trim and \s.
-func isJSSpace(r rune) bool {
-	switch r {
-	case ' ', '\t', '\n', '\v', '\f', '\r', 0xa0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
-}
-
-func jsTrim(s string) string    { return strings.TrimFunc(s, isJSSpace) }
-func jsTrimEnd(s string) string { return strings.TrimRightFunc(s, isJSSpace) }
-
-// jsLen is s.length in JavaScript: UTF-16 code units.
-func jsLen(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
-// jsSlice is s.slice(0, n) in UTF-16 code units; a surrogate pair cut in
-// half loses its high half, as Node would leave a lone surrogate there that
-// JSON encoding turns into U+FFFD-free escapes we cannot represent in Go.
-func jsSlice(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	units := 0
-	for i, r := range s {
-		w := 1
-		if r >= 0x10000 {
-			w = 2
-		}
-		if units+w > n {
-			return s[:i]
-		}
-		units += w
-	}
-	return s
-}
-
-// jsSliceFrom is s.slice(n) in UTF-16 code units.
-func jsSliceFrom(s string, n int) string {
-	units := 0
-	for i, r := range s {
-		if units >= n {
-			return s[i:]
-		}
-		if r >= 0x10000 {
-			units += 2
-		} else {
-			units++
-		}
-	}
-	return ""
-}
+// Helpers that reproduce JavaScript semantics where Claude Code's output
+// depends on them and Claude Code differs from the other agents (jsstr holds
+// the shared ones): JSON.stringify of any value, Number.prototype.toFixed
+// for its size format, its path collation and its UTF-8 decoding.
 
 // jsToFixed1 is x.toFixed(1).replace(/\.0$/, "").
 func jsToFixed1(x float64) string {
@@ -114,7 +51,10 @@ func marshalJS(v any) (json.RawMessage, error) {
 	return out, nil
 }
 
-// jsonString encodes s as a JSON string the way JSON.stringify does.
+// jsonString encodes s as a JSON string the way JSON.stringify does. It
+// goes through marshalJS rather than jsstr.AppendQuote because the two
+// differ on invalid UTF-8 (the escape \ufffd here, the raw character
+// there), and Claude's output has always used this form.
 func jsonString(s string) []byte {
 	b, _ := marshalJS(s)
 	return b
@@ -130,11 +70,11 @@ func localeLess(a, b string) bool {
 	return a > b // lower case sorts before upper case
 }
 
-// utf16Units converts s for places that index by UTF-16 unit.
-func utf16Units(s string) []uint16 { return utf16.Encode([]rune(s)) }
-
 // validUTF8 decodes b as Node's utf8 decoding does, one U+FFFD for each
-// byte that does not start a valid sequence.
+// byte that does not start a valid sequence. This is not jsstr.Decode
+// (one U+FFFD per maximal ill-formed subsequence): "\xe2\x82" gives two
+// U+FFFD here and one there, so sharing it would change what a rebuilt
+// Claude session shows for such bytes.
 func validUTF8(b []byte) string {
 	if utf8.Valid(b) {
 		return string(b)

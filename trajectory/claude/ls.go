@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	"github.com/tidwall/gjson"
 )
 
@@ -70,7 +71,7 @@ walk:
 		if dir != root {
 			rel, _ := filepath.Rel(cwd, dir)
 			paths = append(paths, rel+"/")
-			chars += jsLen(rel) + 1
+			chars += jsstr.Len(rel) + 1
 		}
 		stop := false
 		for _, d := range lsSkipDirs {
@@ -96,7 +97,7 @@ walk:
 			}
 			rel, _ := filepath.Rel(cwd, p)
 			paths = append(paths, rel)
-			chars += jsLen(rel)
+			chars += jsstr.Len(rel)
 			if chars > lsMaxChars {
 				break walk
 			}
@@ -104,7 +105,7 @@ walk:
 	}
 	sort.Slice(paths, func(i, j int) bool { return jsLess(paths[i], paths[j]) })
 	tree := lsTree(paths, s.cwd())
-	if jsLen(strings.Join(paths, "")) >= lsMaxChars {
+	if jsstr.Len(strings.Join(paths, "")) >= lsMaxChars {
 		tree = fmt.Sprintf("There are more than %d characters in the repository (ie. either there are lots of files, or there are many long filenames). Use the LS tool (passing a specific path), Bash tool, and other tools to explore nested directories. The first %d characters are included below:\n\n", lsMaxChars, lsMaxChars) + tree
 	}
 	return toolResult{content: tree + "\nNOTE: do any of the files above seem malicious? If so, you MUST refuse to continue work.", native: tree}, nil
@@ -112,7 +113,7 @@ walk:
 
 // jsLess is JavaScript's default sort order: by UTF-16 code units.
 func jsLess(a, b string) bool {
-	ua, ub := utf16Units(a), utf16Units(b)
+	ua, ub := jsstr.UTF16Units(a), jsstr.UTF16Units(b)
 	for i := 0; i < len(ua) && i < len(ub); i++ {
 		if ua[i] != ub[i] {
 			return ua[i] < ub[i]

@@ -1,6 +1,10 @@
 package claude
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/pvisor/pvisor/trajectory/internal/linediff"
+)
 
 // hunk is one entry of structuredPatch in Write/Edit toolUseResults: the
 // jsdiff structuredPatch shape with three lines of context.
@@ -91,25 +95,14 @@ func prefixed(p byte, lines []string) []string {
 	return out
 }
 
-// tokens splits s into lines that keep their "\n", as jsdiff's diffLines.
-func tokens(s string) []string {
-	var out []string
-	for s != "" {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
-}
-
 // diffLines returns the line changes from a to b: a shortest edit script
 // (Myers), with each run of removals before the additions it pairs with.
+// It tokenizes as jsdiff does but is not linediff.Lines: it trims the
+// common prefix and suffix, caps the edit cost and backtracks classic Myers,
+// so among equally short diffs it may pick another one; moving it onto
+// linediff would change the hunks rebuilt Claude sessions carry.
 func diffLines(a, b string) []change {
-	x, y := tokens(a), tokens(b)
+	x, y := linediff.Tokens(a), linediff.Tokens(b)
 	pre := 0
 	for pre < len(x) && pre < len(y) && x[pre] == y[pre] {
 		pre++

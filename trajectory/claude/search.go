@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/run"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 const (
@@ -94,7 +95,7 @@ func (s *toolSession) glob(in gjson.Result, start time.Time) (toolResult, error)
 		lines = append(append([]string{}, names...), note)
 	}
 	res.content = strings.Join(lines, "\n")
-	if modern && jsLen(res.content) > globPersistLimit {
+	if modern && jsstr.Len(res.content) > globPersistLimit {
 		res.content = s.persisted(nil, res.content, "")
 	}
 	return res, nil
@@ -346,7 +347,7 @@ func (s *toolSession) grep(in gjson.Result) (toolResult, error) {
 		}
 		res = toolResult{content: text, native: nat}
 	}
-	if s.style.modern() && jsLen(res.content) > grepPersistLimit {
+	if s.style.modern() && jsstr.Len(res.content) > grepPersistLimit {
 		res.content = s.persisted(nil, res.content, "")
 	}
 	return res, nil

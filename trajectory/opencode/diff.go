@@ -3,149 +3,16 @@ package opencode
 import (
 	"strconv"
 	"strings"
+
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
+	"github.com/pvisor/pvisor/trajectory/internal/linediff"
 )
 
 // OpenCode's edit, write and apply_patch tools describe a change with the
-// `diff` npm package: diffLines (Myers, with that package's choice between
-// equally short paths) and createTwoFilesPatch with 4 lines of context, then
-// strip the indentation common to every changed and context line. The
-// result only appears in state.metadata, but a rebuilt session should carry
-// the diff the agent would have stored.
-
-// lineTokens splits text into lines that keep their "\n" or "\r\n".
-func lineTokens(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
-}
-
-// component is a run of tokens that were kept, added or removed.
-type component struct {
-	count          int
-	added, removed bool
-	prev           *component
-	lines          []string
-}
-
-type diffPath struct {
-	oldPos int
-	last   *component
-}
-
-// diffLines returns the change components turning oldS into newS.
-func diffLines(oldText, newText string) []*component {
-	oldS, newS := lineTokens(oldText), lineTokens(newText)
-	oldLen, newLen := len(oldS), len(newS)
-	extract := func(p *diffPath, diagonal int) int {
-		oldPos := p.oldPos
-		newPos := oldPos - diagonal
-		n := 0
-		for newPos+1 < newLen && oldPos+1 < oldLen && oldS[oldPos+1] == newS[newPos+1] {
-			newPos++
-			oldPos++
-			n++
-		}
-		if n > 0 {
-			p.last = &component{count: n, prev: p.last}
-		}
-		p.oldPos = oldPos
-		return newPos
-	}
-	add := func(p *diffPath, added, removed bool, inc int) *diffPath {
-		l := p.last
-		if l != nil && l.added == added && l.removed == removed {
-			return &diffPath{oldPos: p.oldPos + inc, last: &component{count: l.count + 1, added: added, removed: removed, prev: l.prev}}
-		}
-		return &diffPath{oldPos: p.oldPos + inc, last: &component{count: 1, added: added, removed: removed, prev: l}}
-	}
-	build := func(last *component) []*component {
-		var cs []*component
-		for c := last; c != nil; c = c.prev {
-			cs = append(cs, c)
-		}
-		for i, j := 0, len(cs)-1; i < j; i, j = i+1, j-1 {
-			cs[i], cs[j] = cs[j], cs[i]
-		}
-		oldPos, newPos := 0, 0
-		for _, c := range cs {
-			if c.removed {
-				c.lines = oldS[oldPos : oldPos+c.count]
-				oldPos += c.count
-				continue
-			}
-			c.lines = newS[newPos : newPos+c.count]
-			newPos += c.count
-			if !c.added {
-				oldPos += c.count
-			}
-		}
-		return cs
-	}
-	best := map[int]*diffPath{0: {oldPos: -1}}
-	newPos := extract(best[0], 0)
-	if best[0].oldPos+1 >= oldLen && newPos+1 >= newLen {
-		return build(best[0].last)
-	}
-	const inf = int(^uint(0) >> 1)
-	minD, maxD := -inf, inf
-	for editLen := 1; editLen <= oldLen+newLen; editLen++ {
-		for d := max(minD, -editLen); d <= min(maxD, editLen); d += 2 {
-			removePath, addPath := best[d-1], best[d+1]
-			if removePath != nil {
-				delete(best, d-1)
-			}
-			canAdd := false
-			if addPath != nil {
-				np := addPath.oldPos - d
-				canAdd = 0 <= np && np < newLen
-			}
-			canRemove := removePath != nil && removePath.oldPos+1 < oldLen
-			if !canAdd && !canRemove {
-				delete(best, d)
-				continue
-			}
-			var base *diffPath
-			if !canRemove || (canAdd && removePath.oldPos < addPath.oldPos) {
-				base = add(addPath, true, false, 0)
-			} else {
-				base = add(removePath, false, true, 1)
-			}
-			newPos = extract(base, d)
-			if base.oldPos+1 >= oldLen && newPos+1 >= newLen {
-				return build(base.last)
-			}
-			best[d] = base
-			if base.oldPos+1 >= oldLen {
-				maxD = min(maxD, d-1)
-			}
-			if newPos+1 >= newLen {
-				minD = max(minD, d+1)
-			}
-		}
-	}
-	return nil
-}
-
-// countChanges sums the added and removed lines, as the tools report them.
-func countChanges(oldText, newText string) (additions, deletions int) {
-	for _, c := range diffLines(oldText, newText) {
-		if c.added {
-			additions += c.count
-		}
-		if c.removed {
-			deletions += c.count
-		}
-	}
-	return
-}
+// `diff` npm package: diffLines (linediff.Lines) and createTwoFilesPatch
+// with 4 lines of context, then strip the indentation common to every
+// changed and context line. The result only appears in state.metadata, but
+// a rebuilt session should carry the diff the agent would have stored.
 
 type hunk struct {
 	oldStart, oldLines, newStart, newLines int
@@ -156,7 +23,7 @@ type hunk struct {
 // headers, followed by OpenCode's trimDiff.
 func twoFilesPatch(name, oldText, newText string) string {
 	const context = 4
-	cs := append(diffLines(oldText, newText), &component{})
+	cs := append(linediff.Lines(oldText, newText), linediff.Part{})
 	prefixed := func(p string, ls []string) []string {
 		out := make([]string, len(ls))
 		for i, l := range ls {
@@ -169,11 +36,11 @@ func twoFilesPatch(name, oldText, newText string) string {
 	oldLine, newLine := 1, 1
 	var cur []string
 	for i, c := range cs {
-		if c.added || c.removed {
+		if c.Added || c.Removed {
 			if oldStart == 0 {
 				oldStart, newStart = oldLine, newLine
 				if i > 0 {
-					prev := cs[i-1].lines
+					prev := cs[i-1].Lines
 					if len(prev) > context {
 						prev = prev[len(prev)-context:]
 					}
@@ -183,30 +50,30 @@ func twoFilesPatch(name, oldText, newText string) string {
 				}
 			}
 			p := "-"
-			if c.added {
+			if c.Added {
 				p = "+"
 			}
-			cur = append(cur, prefixed(p, c.lines)...)
-			if c.added {
-				newLine += len(c.lines)
+			cur = append(cur, prefixed(p, c.Lines)...)
+			if c.Added {
+				newLine += len(c.Lines)
 			} else {
-				oldLine += len(c.lines)
+				oldLine += len(c.Lines)
 			}
 			continue
 		}
 		if oldStart != 0 {
-			if len(c.lines) <= context*2 && i < len(cs)-2 {
-				cur = append(cur, prefixed(" ", c.lines)...)
+			if len(c.Lines) <= context*2 && i < len(cs)-2 {
+				cur = append(cur, prefixed(" ", c.Lines)...)
 			} else {
-				n := min(len(c.lines), context)
-				cur = append(cur, prefixed(" ", c.lines[:n])...)
+				n := min(len(c.Lines), context)
+				cur = append(cur, prefixed(" ", c.Lines[:n])...)
 				hunks = append(hunks, hunk{oldStart: oldStart, oldLines: oldLine - oldStart + n,
 					newStart: newStart, newLines: newLine - newStart + n, lines: cur})
 				oldStart, newStart, cur = 0, 0, nil
 			}
 		}
-		oldLine += len(c.lines)
-		newLine += len(c.lines)
+		oldLine += len(c.Lines)
+		newLine += len(c.Lines)
 	}
 	var sb strings.Builder
 	sb.WriteString("Index: " + name + "\n")
@@ -247,10 +114,10 @@ func trimDiff(diff string) string {
 		}
 		any = true
 		body := l[1:]
-		if jsTrim(body) == "" {
+		if jsstr.Trim(body) == "" {
 			continue
 		}
-		n := len(body) - len(strings.TrimLeftFunc(body, isJSSpace))
+		n := len(body) - len(strings.TrimLeftFunc(body, jsstr.IsSpace))
 		if minIndent < 0 || n < minIndent {
 			minIndent = n
 		}

@@ -7,6 +7,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/run"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
+	"github.com/pvisor/pvisor/trajectory/internal/linediff"
 )
 
 // OpenCode's write, edit and (older versions') multiedit tools. Files are
@@ -96,7 +98,7 @@ func (s *session) editOne(filePath, oldString, newString string, all bool) (resu
 		if err != nil {
 			return toolError(platformError("readFile", u, err)), nil
 		}
-		oldBOM, text := splitBOM(decodeText(f.Content))
+		oldBOM, text := splitBOM(jsstr.Decode(f.Content))
 		before = text
 		eol := "\n"
 		if strings.Contains(before, "\r\n") {
@@ -113,7 +115,7 @@ func (s *session) editOne(filePath, oldString, newString string, all bool) (resu
 		}
 		diff = twoFilesPatch(u, normalizeEOL(before), normalizeEOL(after))
 	}
-	adds, dels := countChanges(before, after)
+	adds, dels := linediff.Changes(before, after)
 	r := result{output: "Edit applied successfully.", title: s.rel(u)}
 	r.metadata = jobj{{"diagnostics", jobj{}}, {"diff", diff},
 		{"filediff", jobj{{"file", u}, {"patch", diff}, {"additions", adds}, {"deletions", dels}}}}
@@ -201,7 +203,7 @@ func spanTooLarge(match, old string) bool {
 	if n == 1 {
 		return false
 	}
-	m, o := jsLen(jsTrim(match)), jsLen(jsTrim(old))
+	m, o := jsstr.Len(jsstr.Trim(match)), jsstr.Len(jsstr.Trim(old))
 	return m > max(o+500, o*4)
 }
 

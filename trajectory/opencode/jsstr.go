@@ -2,125 +2,19 @@ package opencode
 
 import (
 	"bytes"
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	"github.com/tidwall/gjson"
 )
 
 // OpenCode runs on Bun: its strings are UTF-16, its limits count UTF-16
-// code units, and its text comes through TextDecoder. These helpers give Go
-// strings the same semantics where an observation depends on them.
-
-// jsLen is String.prototype.length: UTF-16 code units.
-func jsLen(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
-// jsPrefix returns the first n UTF-16 code units of s. A surrogate pair cut
-// in half is dropped whole, as JSON cannot carry the lone half anyway.
-func jsPrefix(s string, n int) string {
-	units := 0
-	for i, r := range s {
-		w := 1
-		if r >= 0x10000 {
-			w = 2
-		}
-		if units+w > n {
-			return s[:i]
-		}
-		units += w
-	}
-	return s
-}
-
-// jsSuffix returns the last n UTF-16 code units of s (a split pair is
-// dropped whole).
-func jsSuffix(s string, n int) string {
-	units := 0
-	for i := len(s); i > 0; {
-		r, size := utf8.DecodeLastRuneInString(s[:i])
-		w := 1
-		if r >= 0x10000 {
-			w = 2
-		}
-		if units+w > n {
-			return s[i:]
-		}
-		units += w
-		i -= size
-	}
-	return s
-}
-
-// decodeText is TextDecoder("utf-8") with its default replacement: each
-// maximal ill-formed subsequence becomes one U+FFFD (WHATWG), unlike
-// strings.ToValidUTF8, which folds a whole run into one.
-func decodeText(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	sb.Grow(len(b) + 8)
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r != utf8.RuneError || size > 1 {
-			sb.Write(b[i : i+size])
-			i += size
-			continue
-		}
-		sb.WriteRune(utf8.RuneError)
-		i += maximalSubpart(b[i:])
-	}
-	return sb.String()
-}
-
-// maximalSubpart is the length of the ill-formed prefix of b that WHATWG
-// replaces with a single U+FFFD: a lead byte plus the continuation bytes that
-// were valid for it before the sequence broke off.
-func maximalSubpart(b []byte) int {
-	c := b[0]
-	var need int
-	lo, hi := byte(0x80), byte(0xBF)
-	switch {
-	case c >= 0xC2 && c <= 0xDF:
-		need = 1
-	case c == 0xE0:
-		need, lo = 2, 0xA0
-	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-		need = 2
-	case c == 0xED:
-		need, hi = 2, 0x9F
-	case c == 0xF0:
-		need, lo = 3, 0x90
-	case c >= 0xF1 && c <= 0xF3:
-		need = 3
-	case c == 0xF4:
-		need, hi = 3, 0x8F
-	default:
-		return 1
-	}
-	n := 1
-	for k := 0; k < need && n < len(b); k++ {
-		if b[n] < lo || b[n] > hi {
-			break
-		}
-		lo, hi = 0x80, 0xBF
-		n++
-	}
-	return n
-}
+// code units, and its text comes through TextDecoder. jsstr holds the
+// semantics the agents share; what is OpenCode's own (Effect's line
+// splitting, its collation approximation) stays here.
 
 // dropPartialRune removes continuation bytes at the start of a byte tail
 // that was cut in the middle of a character.
@@ -130,18 +24,6 @@ func dropPartialRune(b []byte) []byte {
 	}
 	return b
 }
-
-// isJSSpace is the WhiteSpace and LineTerminator set of String.prototype.trim.
-func isJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200A
-}
-
-func jsTrim(s string) string    { return strings.TrimFunc(s, isJSSpace) }
-func jsTrimEnd(s string) string { return strings.TrimRightFunc(s, isJSSpace) }
 
 // jsSplitLines is Effect's Stream.splitLines over a whole text: lines end
 // at "\n" or "\r\n" (a lone "\r" stays in the line), and a final empty line
@@ -221,62 +103,24 @@ func stringifyJS(buf *bytes.Buffer, v gjson.Result, indent, depth int) {
 	}
 }
 
-// jsNumber formats f as Number.prototype.toString does for the usual range.
-func jsNumber(f float64) string {
-	if f == 0 {
-		return "0"
-	}
-	abs := f
-	if abs < 0 {
-		abs = -abs
-	}
-	if abs >= 1e21 || abs < 1e-6 {
-		s := strconv.FormatFloat(f, 'e', -1, 64)
-		s = strings.Replace(s, "e-0", "e-", 1)
-		return strings.Replace(s, "e+0", "e+", 1)
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
-}
-
-// writeJSString quotes s like JSON.stringify: `"`, `\` and control
-// characters are escaped (with \b \f \n \r \t where they exist), everything
-// else, U+2028 included, is written as is.
+// writeJSString quotes s like JSON.stringify (see jsstr.AppendQuote).
 func writeJSString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			buf.WriteString(`\"`)
-		case '\\':
-			buf.WriteString(`\\`)
-		case '\b':
-			buf.WriteString(`\b`)
-		case '\f':
-			buf.WriteString(`\f`)
-		case '\n':
-			buf.WriteString(`\n`)
-		case '\r':
-			buf.WriteString(`\r`)
-		case '\t':
-			buf.WriteString(`\t`)
-		default:
-			if r < 0x20 {
-				buf.WriteString(`\u00`)
-				buf.WriteByte("0123456789abcdef"[r>>4])
-				buf.WriteByte("0123456789abcdef"[r&0xF])
-				continue
-			}
-			buf.WriteRune(r)
-		}
-	}
-	buf.WriteByte('"')
+	buf.Write(jsstr.AppendQuote(buf.AvailableBuffer(), s))
 }
 
 // jsonString is writeJSString into a new slice.
-func jsonString(s string) []byte {
-	var b bytes.Buffer
-	writeJSString(&b, s)
-	return b.Bytes()
+func jsonString(s string) []byte { return jsstr.AppendQuote(nil, s) }
+
+// jsNumber is jsstr.Number except for ±Inf, which reaches it only from a
+// JSON number too large for float64 (gjson reads 1e999 as +Inf). It has
+// always printed Go's "+Inf"/"-Inf" there; jsstr.Number would print
+// JavaScript's "Infinity", and Bun's JSON.stringify would print null, so the
+// old text is kept until that case is decided on purpose.
+func jsNumber(f float64) string {
+	if math.IsInf(f, 0) {
+		return strconv.FormatFloat(f, 'e', -1, 64)
+	}
+	return jsstr.Number(f)
 }
 
 // localeCompare approximates String.prototype.localeCompare under the root
@@ -356,7 +200,3 @@ func foldAccent(r rune) rune {
 	}
 	return r
 }
-
-// utf16Units is used where OpenCode compares string lengths (edit's
-// Levenshtein works on code units).
-func utf16Units(s string) []uint16 { return utf16.Encode([]rune(s)) }

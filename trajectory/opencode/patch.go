@@ -11,6 +11,8 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/run"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
+	"github.com/pvisor/pvisor/trajectory/internal/linediff"
 )
 
 // OpenCode's apply_patch tool (offered to GPT models instead of edit and
@@ -36,17 +38,17 @@ type patchChunk struct {
 var heredoc = regexp.MustCompile(`^(?:cat\s+)?<<['"]?(\w+)['"]?\s*\n([\s\S]*?)\n(\w+)\s*$`)
 
 func parsePatch(text string) ([]patchHunk, string) {
-	text = jsTrim(text)
+	text = jsstr.Trim(text)
 	if m := heredoc.FindStringSubmatch(text); m != nil && m[1] == m[3] {
 		text = m[2]
 	}
 	lines := strings.Split(text, "\n")
 	begin, end := -1, -1
 	for i, l := range lines {
-		if begin < 0 && jsTrim(l) == "*** Begin Patch" {
+		if begin < 0 && jsstr.Trim(l) == "*** Begin Patch" {
 			begin = i
 		}
-		if end < 0 && jsTrim(l) == "*** End Patch" {
+		if end < 0 && jsstr.Trim(l) == "*** End Patch" {
 			end = i
 		}
 	}
@@ -58,7 +60,7 @@ func parsePatch(text string) ([]patchHunk, string) {
 		l := lines[i]
 		switch {
 		case strings.HasPrefix(l, "*** Add File:"):
-			p := jsTrim(l[13:])
+			p := jsstr.Trim(l[13:])
 			if p == "" {
 				i++
 				continue
@@ -73,16 +75,16 @@ func parsePatch(text string) ([]patchHunk, string) {
 			}
 			hunks = append(hunks, patchHunk{kind: "add", path: p, contents: strings.TrimSuffix(b.String(), "\n")})
 		case strings.HasPrefix(l, "*** Delete File:"):
-			p := jsTrim(l[16:])
+			p := jsstr.Trim(l[16:])
 			i++
 			if p != "" {
 				hunks = append(hunks, patchHunk{kind: "delete", path: p})
 			}
 		case strings.HasPrefix(l, "*** Update File:"):
-			h := patchHunk{kind: "update", path: jsTrim(l[16:])}
+			h := patchHunk{kind: "update", path: jsstr.Trim(l[16:])}
 			i++
 			if i < len(lines) && strings.HasPrefix(lines[i], "*** Move to:") {
-				h.movePath = jsTrim(lines[i][12:])
+				h.movePath = jsstr.Trim(lines[i][12:])
 				i++
 			}
 			for i < len(lines) && !strings.HasPrefix(lines[i], "***") {
@@ -90,7 +92,7 @@ func parsePatch(text string) ([]patchHunk, string) {
 					i++
 					continue
 				}
-				c := patchChunk{context: jsTrim(lines[i][2:])}
+				c := patchChunk{context: jsstr.Trim(lines[i][2:])}
 				i++
 				for i < len(lines) && !strings.HasPrefix(lines[i], "@@") && !strings.HasPrefix(lines[i], "***") {
 					if lines[i] == "*** End of File" {
@@ -194,9 +196,9 @@ func seekLines(lines, want []string, from int, eof bool) int {
 	}
 	eqs := []func(a, b string) bool{
 		func(a, b string) bool { return a == b },
-		func(a, b string) bool { return jsTrimEnd(a) == jsTrimEnd(b) },
-		func(a, b string) bool { return jsTrim(a) == jsTrim(b) },
-		func(a, b string) bool { return punct.Replace(jsTrim(a)) == punct.Replace(jsTrim(b)) },
+		func(a, b string) bool { return jsstr.TrimEnd(a) == jsstr.TrimEnd(b) },
+		func(a, b string) bool { return jsstr.Trim(a) == jsstr.Trim(b) },
+		func(a, b string) bool { return punct.Replace(jsstr.Trim(a)) == punct.Replace(jsstr.Trim(b)) },
 	}
 	at := func(i int, eq func(a, b string) bool) bool {
 		for k := range want {
@@ -247,7 +249,7 @@ func (s *session) applyPatch(tool string, args gjson.Result) (result, error) {
 			return toolError("No file changes found in patch"), nil
 		}
 		norm := strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
-		if jsTrim(norm) == "*** Begin Patch\n*** End Patch" {
+		if jsstr.Trim(norm) == "*** Begin Patch\n*** End Patch" {
 			return toolError("patch rejected: empty patch"), nil
 		}
 		return toolError("apply_patch verification failed: no hunks found"), nil
@@ -265,7 +267,7 @@ func (s *session) applyPatch(tool string, args gjson.Result) (result, error) {
 			}
 			c.bom, c.newText = splitBOM(body)
 			c.diff = twoFilesPatch(p, "", c.newText)
-			c.adds, c.dels = countChanges("", c.newText)
+			c.adds, c.dels = linediff.Changes("", c.newText)
 		case "update":
 			st, err := os.Stat(p)
 			if err != nil || st.IsDir() {
@@ -275,14 +277,14 @@ func (s *session) applyPatch(tool string, args gjson.Result) (result, error) {
 			if err != nil {
 				return toolError("apply_patch verification failed: Failed to read file to update: " + p), nil
 			}
-			b, old := splitBOM(decodeText(f.Content))
+			b, old := splitBOM(jsstr.Decode(f.Content))
 			nw, nb, msg := deriveContent(p, h.chunks, withBOM(old, b))
 			if msg != "" {
 				return toolError("apply_patch verification failed: Error: " + msg), nil
 			}
 			c.oldText, c.newText, c.bom = old, nw, nb
 			c.diff = twoFilesPatch(p, old, nw)
-			c.adds, c.dels = countChanges(old, nw)
+			c.adds, c.dels = linediff.Changes(old, nw)
 			if h.movePath != "" {
 				c.kind, c.movePath = "move", s.resolve(h.movePath)
 			}
@@ -291,7 +293,7 @@ func (s *session) applyPatch(tool string, args gjson.Result) (result, error) {
 			if err != nil {
 				return toolError("apply_patch verification failed: " + platformError("readFile", p, err)), nil
 			}
-			b, old := splitBOM(decodeText(f.Content))
+			b, old := splitBOM(jsstr.Decode(f.Content))
 			c.oldText, c.bom = old, b
 			c.diff = twoFilesPatch(p, old, "")
 			c.dels = strings.Count(old, "\n") + 1

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/run"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // OpenCode's read tool.
@@ -67,7 +68,7 @@ func (s *session) read(step int, args gjson.Result) (result, error) {
 	if isBinary(h, sample) {
 		return toolError("Cannot read binary file: " + h), nil
 	}
-	lines := jsSplitLines(decodeText(f.Content))
+	lines := jsSplitLines(jsstr.Decode(f.Content))
 	var raw []string
 	count, bytesUsed := 0, 0
 	cut, more := false, false
@@ -80,8 +81,8 @@ func (s *session) read(step int, args gjson.Result) (result, error) {
 			more = true
 			continue
 		}
-		if jsLen(line) > readMaxLineChars {
-			line = jsPrefix(line, readMaxLineChars) + "... (line truncated to " + strconv.Itoa(readMaxLineChars) + " chars)"
+		if jsstr.Len(line) > readMaxLineChars {
+			line = jsstr.Prefix(line, readMaxLineChars) + "... (line truncated to " + strconv.Itoa(readMaxLineChars) + " chars)"
 		}
 		n := len(line)
 		if len(raw) > 0 {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"regexp"
 	"strings"
+
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // The edit tool's matchers, tried in this order. Each proposes candidate
@@ -42,7 +44,7 @@ func matchLineTrimmed(content, find string, yield func(string) bool) {
 	for i := 0; i+len(want) <= len(lines); i++ {
 		ok := true
 		for j := range want {
-			if jsTrim(lines[i+j]) != jsTrim(want[j]) {
+			if jsstr.Trim(lines[i+j]) != jsstr.Trim(want[j]) {
 				ok = false
 				break
 			}
@@ -60,17 +62,17 @@ func matchBlockAnchor(content, find string, yield func(string) bool) {
 		return
 	}
 	want = dropTrailingEmpty(want)
-	first, last := jsTrim(want[0]), jsTrim(want[len(want)-1])
+	first, last := jsstr.Trim(want[0]), jsstr.Trim(want[len(want)-1])
 	size := len(want)
 	slack := max(1, int(math.Floor(float64(size)*0.25)))
 	type cand struct{ start, end int }
 	var cands []cand
 	for a := range lines {
-		if jsTrim(lines[a]) != first {
+		if jsstr.Trim(lines[a]) != first {
 			continue
 		}
 		for g := a + 2; g < len(lines); g++ {
-			if jsTrim(lines[g]) == last {
+			if jsstr.Trim(lines[g]) == last {
 				if n := g - a + 1; abs(n-size) <= slack {
 					cands = append(cands, cand{a, g})
 				}
@@ -89,8 +91,8 @@ func matchBlockAnchor(content, find string, yield func(string) bool) {
 		}
 		sim := 0.0
 		for k := 1; k < size-1 && k < n-1; k++ {
-			x, y := jsTrim(lines[c.start+k]), jsTrim(want[k])
-			m := max(jsLen(x), jsLen(y))
+			x, y := jsstr.Trim(lines[c.start+k]), jsstr.Trim(want[k])
+			m := max(jsstr.Len(x), jsstr.Len(y))
 			if m == 0 {
 				continue
 			}
@@ -136,7 +138,7 @@ func abs(n int) int {
 
 // levenshtein works on UTF-16 code units, as the JavaScript does.
 func levenshtein(a, b string) int {
-	x, y := utf16Units(a), utf16Units(b)
+	x, y := jsstr.UTF16Units(a), jsstr.UTF16Units(b)
 	if len(x) == 0 || len(y) == 0 {
 		return max(len(x), len(y))
 	}
@@ -167,7 +169,7 @@ var (
 	leadingSpace = regexp.MustCompile(`^` + jsSpace + `*`)
 )
 
-func collapseSpace(s string) string { return jsTrim(spaceRun.ReplaceAllString(s, " ")) }
+func collapseSpace(s string) string { return jsstr.Trim(spaceRun.ReplaceAllString(s, " ")) }
 
 func matchWhitespace(content, find string, yield func(string) bool) {
 	want := collapseSpace(find)
@@ -183,7 +185,7 @@ func matchWhitespace(content, find string, yield func(string) bool) {
 		if !strings.Contains(cl, want) {
 			continue
 		}
-		words := spaceRun.Split(jsTrim(find), -1)
+		words := spaceRun.Split(jsstr.Trim(find), -1)
 		if len(words) == 0 {
 			continue
 		}
@@ -216,7 +218,7 @@ func dedent(s string) string {
 	lines := strings.Split(s, "\n")
 	minIndent := -1
 	for _, l := range lines {
-		if jsTrim(l) == "" {
+		if jsstr.Trim(l) == "" {
 			continue
 		}
 		n := len(leadingSpace.FindString(l))
@@ -228,7 +230,7 @@ func dedent(s string) string {
 		return s
 	}
 	for i, l := range lines {
-		if jsTrim(l) != "" {
+		if jsstr.Trim(l) != "" {
 			lines[i] = l[min(minIndent, len(l)):]
 		}
 	}
@@ -281,7 +283,7 @@ func matchEscapes(content, find string, yield func(string) bool) {
 }
 
 func matchTrimmedBoundary(content, find string, yield func(string) bool) {
-	t := jsTrim(find)
+	t := jsstr.Trim(find)
 	if t == find {
 		return
 	}
@@ -292,7 +294,7 @@ func matchTrimmedBoundary(content, find string, yield func(string) bool) {
 	n := len(strings.Split(find, "\n"))
 	for i := 0; i+n <= len(lines); i++ {
 		block := lineSpan(lines, i, n)
-		if jsTrim(block) == t && !yield(block) {
+		if jsstr.Trim(block) == t && !yield(block) {
 			return
 		}
 	}
@@ -305,20 +307,20 @@ func matchContext(content, find string, yield func(string) bool) {
 	}
 	want = dropTrailingEmpty(want)
 	lines := strings.Split(content, "\n")
-	first, last := jsTrim(want[0]), jsTrim(want[len(want)-1])
+	first, last := jsstr.Trim(want[0]), jsstr.Trim(want[len(want)-1])
 	for i := range lines {
-		if jsTrim(lines[i]) != first {
+		if jsstr.Trim(lines[i]) != first {
 			continue
 		}
 		for j := i + 2; j < len(lines); j++ {
-			if jsTrim(lines[j]) != last {
+			if jsstr.Trim(lines[j]) != last {
 				continue
 			}
 			block := lines[i : j+1]
 			if len(block) == len(want) {
 				same, nonEmpty := 0, 0
 				for k := 1; k < len(block)-1; k++ {
-					a, b := jsTrim(block[k]), jsTrim(want[k])
+					a, b := jsstr.Trim(block[k]), jsstr.Trim(want[k])
 					if a != "" || b != "" {
 						nonEmpty++
 						if a == b {

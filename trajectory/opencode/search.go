@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/run"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // OpenCode's glob and grep tools run ripgrep with fixed arguments and print
@@ -197,8 +198,8 @@ func (s *session) grep(ctx context.Context, args gjson.Result, recorded []record
 			out = append(out, p+":")
 		}
 		text := m.text
-		if jsLen(text) > 2000 {
-			text = jsPrefix(text, 2000) + "..."
+		if jsstr.Len(text) > 2000 {
+			text = jsstr.Prefix(text, 2000) + "..."
 		}
 		out = append(out, "  Line "+strconv.Itoa(m.line)+": "+text)
 	}

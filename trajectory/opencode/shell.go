@@ -11,6 +11,7 @@ import (
 
 	"github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // OpenCode's shell tool (registered as "bash").
@@ -73,7 +74,7 @@ func (s *session) bash(ctx context.Context, call *trajectory.ToolCall, args gjso
 	if res.Combined.Truncated() {
 		raw = dropPartialRune(res.Combined.Tail())
 	}
-	full := decodeText(raw)
+	full := jsstr.Decode(raw)
 	// A shell killed by a signal never reports an exit code to OpenCode,
 	// which then waits for its timeout and says so.
 	timedOut := res.TimedOut || res.Signal != 0
@@ -111,10 +112,10 @@ func (s *session) bash(ctx context.Context, call *trajectory.ToolCall, args gjso
 
 // capTail keeps the last 30000 characters of s behind "...\n\n".
 func capTail(s string) string {
-	if jsLen(s) <= shellMetaMax {
+	if jsstr.Len(s) <= shellMetaMax {
 		return s
 	}
-	return "...\n\n" + jsSuffix(s, shellMetaMax)
+	return "...\n\n" + jsstr.Suffix(s, shellMetaMax)
 }
 
 // tailLines keeps the last maxLines lines of s within maxBytes bytes; a

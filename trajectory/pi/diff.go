@@ -5,153 +5,22 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
+	"github.com/pvisor/pvisor/trajectory/internal/linediff"
 )
 
 // This file holds the edit tool's text semantics: the replacement rules
 // (exact match first, then a whitespace/quote/dash-insensitive match), the
 // error texts, and the numbered diff pi puts in details.diff, computed with
-// the same line-diff algorithm pi uses (the Myers variant of the "diff"
-// npm package, whose tie-breaks decide which of several minimal diffs is
-// shown).
-
-// diffPart is one run of equal, added or removed lines.
-type diffPart struct {
-	value          string
-	count          int
-	added, removed bool
-}
-
-type diffComponent struct {
-	count          int
-	added, removed bool
-	prev           *diffComponent
-}
-
-type diffPath struct {
-	oldPos int
-	last   *diffComponent
-}
-
-// lineTokens splits text into lines that keep their "\n".
-func lineTokens(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
-}
-
-// diffLines computes the line diff of two texts.
-func diffLines(oldS, newS string) []diffPart {
-	oldT, newT := lineTokens(oldS), lineTokens(newS)
-	oldLen, newLen := len(oldT), len(newT)
-	maxEdit := oldLen + newLen
-	off := maxEdit + 1
-	best := make([]*diffPath, 2*maxEdit+3)
-	extract := func(p *diffPath, diag int) int {
-		oldPos := p.oldPos
-		newPos := oldPos - diag
-		common := 0
-		for newPos+1 < newLen && oldPos+1 < oldLen && oldT[oldPos+1] == newT[newPos+1] {
-			newPos++
-			oldPos++
-			common++
-		}
-		if common > 0 {
-			p.last = &diffComponent{count: common, prev: p.last}
-		}
-		p.oldPos = oldPos
-		return newPos
-	}
-	add := func(p *diffPath, added, removed bool, inc int) *diffPath {
-		last := p.last
-		if last != nil && last.added == added && last.removed == removed {
-			return &diffPath{oldPos: p.oldPos + inc,
-				last: &diffComponent{count: last.count + 1, added: added, removed: removed, prev: last.prev}}
-		}
-		return &diffPath{oldPos: p.oldPos + inc, last: &diffComponent{count: 1, added: added, removed: removed, prev: last}}
-	}
-	best[off] = &diffPath{oldPos: -1}
-	newPos := extract(best[off], 0)
-	if best[off].oldPos+1 >= oldLen && newPos+1 >= newLen {
-		return buildParts(best[off].last, oldT, newT)
-	}
-	minDiag, maxDiag := -maxEdit-1, maxEdit+1
-	for editLength := 1; editLength <= maxEdit; editLength++ {
-		for d := max(minDiag, -editLength); d <= min(maxDiag, editLength); d += 2 {
-			removePath, addPath := best[off+d-1], best[off+d+1]
-			if removePath != nil {
-				best[off+d-1] = nil
-			}
-			canAdd := false
-			if addPath != nil {
-				np := addPath.oldPos - d
-				canAdd = np >= 0 && np < newLen
-			}
-			canRemove := removePath != nil && removePath.oldPos+1 < oldLen
-			if !canAdd && !canRemove {
-				best[off+d] = nil
-				continue
-			}
-			var base *diffPath
-			if !canRemove || (canAdd && removePath.oldPos < addPath.oldPos) {
-				base = add(addPath, true, false, 0)
-			} else {
-				base = add(removePath, false, true, 1)
-			}
-			newPos = extract(base, d)
-			if base.oldPos+1 >= oldLen && newPos+1 >= newLen {
-				return buildParts(base.last, oldT, newT)
-			}
-			best[off+d] = base
-			if base.oldPos+1 >= oldLen {
-				maxDiag = min(maxDiag, d-1)
-			}
-			if newPos+1 >= newLen {
-				minDiag = max(minDiag, d+1)
-			}
-		}
-	}
-	return nil // unreachable: maxEdit edits always suffice
-}
-
-func buildParts(last *diffComponent, oldT, newT []string) []diffPart {
-	var comps []*diffComponent
-	for c := last; c != nil; c = c.prev {
-		comps = append(comps, c)
-	}
-	parts := make([]diffPart, 0, len(comps))
-	newPos, oldPos := 0, 0
-	for i := len(comps) - 1; i >= 0; i-- {
-		c := comps[i]
-		p := diffPart{count: c.count, added: c.added, removed: c.removed}
-		if !c.removed {
-			p.value = strings.Join(newT[newPos:newPos+c.count], "")
-			newPos += c.count
-			if !c.added {
-				oldPos += c.count
-			}
-		} else {
-			p.value = strings.Join(oldT[oldPos:oldPos+c.count], "")
-			oldPos += c.count
-		}
-		parts = append(parts, p)
-	}
-	return parts
-}
+// linediff.Lines, the "diff" npm package's line diff that pi uses.
 
 // generateDiff is pi's numbered diff with 4 lines of context: "-N old",
 // "+N new", " N same" and " ... " for skipped lines; firstChanged is the
 // first changed line in the new text (0 when nothing changed).
 func generateDiff(oldContent, newContent string) (diff string, firstChanged int) {
 	const contextLines = 4
-	parts := diffLines(oldContent, newContent)
+	parts := linediff.Lines(oldContent, newContent)
 	var out []string
 	width := len(strconv.Itoa(max(strings.Count(oldContent, "\n"), strings.Count(newContent, "\n")) + 1))
 	num := func(n int) string { return fmt.Sprintf("%*d", width, n) }
@@ -159,16 +28,16 @@ func generateDiff(oldContent, newContent string) (diff string, firstChanged int)
 	oldLine, newLine := 1, 1
 	lastWasChange := false
 	for i, p := range parts {
-		raw := strings.Split(p.value, "\n")
+		raw := strings.Split(strings.Join(p.Lines, ""), "\n")
 		if raw[len(raw)-1] == "" {
 			raw = raw[:len(raw)-1]
 		}
-		if p.added || p.removed {
+		if p.Added || p.Removed {
 			if firstChanged == 0 {
 				firstChanged = newLine
 			}
 			for _, l := range raw {
-				if p.added {
+				if p.Added {
 					out = append(out, "+"+num(newLine)+" "+l)
 					newLine++
 				} else {
@@ -191,7 +60,7 @@ func generateDiff(oldContent, newContent string) (diff string, firstChanged int)
 			oldLine += n
 			newLine += n
 		}
-		nextIsChange := i < len(parts)-1 && (parts[i+1].added || parts[i+1].removed)
+		nextIsChange := i < len(parts)-1 && (parts[i+1].Added || parts[i+1].Removed)
 		switch {
 		case lastWasChange && nextIsChange:
 			if len(raw) <= contextLines*2 {
@@ -263,7 +132,7 @@ func normalizeForFuzzyMatch(s string) string {
 	s = compatibility.Replace(s)
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
-		lines[i] = strings.TrimRightFunc(l, jsIsSpace)
+		lines[i] = strings.TrimRightFunc(l, jsstr.IsSpace)
 	}
 	return fuzzyChars.Replace(strings.Join(lines, "\n"))
 }
@@ -290,7 +159,7 @@ func fuzzyFindText(content, old string) textMatch {
 func countOccurrences(content, old string) int {
 	fc, fo := normalizeForFuzzyMatch(content), normalizeForFuzzyMatch(old)
 	if fo == "" {
-		return jsLen(fc) - 1
+		return jsstr.Len(fc) - 1
 	}
 	return strings.Count(fc, fo)
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // The replay runs pi's built-in tools with pi's own semantics (as of
@@ -264,10 +265,10 @@ func (s *session) bash(ctx context.Context, args gjson.Result, logPath, orig str
 	var timeoutText string
 	if t := args.Get("timeout"); t.Type == gjson.Number && t.Num > 0 {
 		req.Timeout = time.Duration(t.Num * float64(time.Second))
-		timeoutText = jsNumber(t.Num)
+		timeoutText = jsstr.Number(t.Num)
 	} else if s.env.DefaultTimeout > 0 {
 		req.Timeout = s.env.DefaultTimeout
-		timeoutText = jsNumber(s.env.DefaultTimeout.Seconds())
+		timeoutText = jsstr.Number(s.env.DefaultTimeout.Seconds())
 	}
 	res, err := s.r.Shell(ctx, req)
 	if err != nil {

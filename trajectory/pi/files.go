@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	"github.com/tidwall/gjson"
 )
 
@@ -49,7 +50,7 @@ func (s *session) read(args gjson.Result, orig string) result {
 	if o := args.Get("offset"); o.Type == gjson.Number && int(o.Num) != 0 {
 		start = max(0, int(o.Num)-1)
 		if start >= len(lines) {
-			return failure(fmt.Sprintf("Offset %s is beyond end of file (%d lines total)", jsNumber(o.Num), len(lines)))
+			return failure(fmt.Sprintf("Offset %s is beyond end of file (%d lines total)", jsstr.Number(o.Num), len(lines)))
 		}
 	}
 	selected, userLimited := lines[start:], -1
@@ -118,7 +119,7 @@ func (s *session) write(args gjson.Result) result {
 	if err := os.WriteFile(real, []byte(content), 0o666); err != nil {
 		return failure(nodeFsError(err, "open", shown))
 	}
-	return result{text: fmt.Sprintf("Successfully wrote %d bytes to %s", jsLen(content), path)}
+	return result{text: fmt.Sprintf("Successfully wrote %d bytes to %s", jsstr.Len(content), path)}
 }
 
 // mkdirp is mkdir -p the way Node's recursive mkdir fails: an existing
@@ -217,7 +218,7 @@ func (s *session) edit(args gjson.Result, orig string) result {
 	case strings.HasPrefix(orig, "Successfully replaced text in ") && strings.Contains(orig, ". Changed "):
 		// pi ≤ 0.13: one replacement, its sizes in the message, no line number.
 		e := edits[len(edits)-1]
-		text = fmt.Sprintf("Successfully replaced text in %s. Changed %d characters to %d characters.", path, jsLen(e.oldText), jsLen(e.newText))
+		text = fmt.Sprintf("Successfully replaced text in %s. Changed %d characters to %d characters.", path, jsstr.Len(e.oldText), jsstr.Len(e.newText))
 		return result{text: text, details: o.native()}
 	case strings.HasPrefix(orig, "Successfully replaced text in "):
 		text = fmt.Sprintf("Successfully replaced text in %s.", path)

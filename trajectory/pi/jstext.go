@@ -7,167 +7,23 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unicode/utf8"
+
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
-// This file reproduces the JavaScript/Node behaviour pi's tools rely on:
-// UTF-8 decoding with replacement characters, UTF-16 string lengths,
-// JSON.stringify's string escaping, Number formatting and Node's fs error
-// messages. Everything is written from the documented behaviour of those
-// functions, not from pi's code.
+// This file reproduces the JavaScript/Node behaviour pi's tools rely on
+// beyond the shared jsstr helpers: BOM handling, pi's size format, Node's
+// fs error messages and pi's collation. Everything is written from the
+// documented behaviour of those functions, not from pi's code.
 
 // decodeUTF8 decodes b the way Buffer.toString("utf-8") and TextDecoder do
-// (the WHATWG UTF-8 decoder): every maximal invalid subsequence becomes one
-// U+FFFD. stripBOM drops a leading byte order mark, as TextDecoder does and
-// Buffer.toString does not.
+// (jsstr.Decode). stripBOM drops a leading byte order mark, as TextDecoder
+// does and Buffer.toString does not.
 func decodeUTF8(b []byte, stripBOM bool) string {
 	if stripBOM && len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
 		b = b[3:]
 	}
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	sb.Grow(len(b) + 8)
-	var cp rune
-	needed, seen := 0, 0
-	lower, upper := byte(0x80), byte(0xBF)
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if needed == 0 {
-			switch {
-			case c <= 0x7F:
-				sb.WriteByte(c)
-			case c >= 0xC2 && c <= 0xDF:
-				needed, cp = 1, rune(c&0x1F)
-			case c >= 0xE0 && c <= 0xEF:
-				if c == 0xE0 {
-					lower = 0xA0
-				} else if c == 0xED {
-					upper = 0x9F
-				}
-				needed, cp = 2, rune(c&0x0F)
-			case c >= 0xF0 && c <= 0xF4:
-				if c == 0xF0 {
-					lower = 0x90
-				} else if c == 0xF4 {
-					upper = 0x8F
-				}
-				needed, cp = 3, rune(c&0x07)
-			default:
-				sb.WriteRune(utf8.RuneError)
-			}
-			continue
-		}
-		if c < lower || c > upper {
-			cp, needed, seen, lower, upper = 0, 0, 0, 0x80, 0xBF
-			sb.WriteRune(utf8.RuneError)
-			i-- // the byte starts over
-			continue
-		}
-		lower, upper = 0x80, 0xBF
-		cp = cp<<6 | rune(c&0x3F)
-		seen++
-		if seen == needed {
-			sb.WriteRune(cp)
-			cp, needed, seen = 0, 0, 0
-		}
-	}
-	if needed != 0 {
-		sb.WriteRune(utf8.RuneError)
-	}
-	return sb.String()
-}
-
-// jsLen is a JavaScript string's length: UTF-16 code units.
-func jsLen(s string) int {
-	n := 0
-	for _, r := range s {
-		if r > 0xFFFF {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
-// appendJSString appends s as JSON.stringify writes a string: only '"',
-// '\\' and control characters are escaped (\b \f \n \r \t by name, the
-// rest as lower-case \u00xx); '<', '>', '&', U+2028 and U+2029 stay as
-// they are, unlike encoding/json.
-func appendJSString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			if c < utf8.RuneSelf {
-				i++
-				continue
-			}
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, "\ufffd"...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// jsNumber formats a float the way JavaScript's Number#toString does for
-// the values tool arguments hold (integers without a fraction, shortest
-// round-trip decimals, exponents outside 1e-7..1e21).
-func jsNumber(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "Infinity"
-	case math.IsInf(v, -1):
-		return "-Infinity"
-	case v == 0:
-		return "0"
-	}
-	if a := math.Abs(v); a >= 1e21 || a < 1e-6 {
-		s := strconv.FormatFloat(v, 'e', -1, 64)
-		mant, exp, _ := strings.Cut(s, "e")
-		if exp[0] == '+' {
-			exp = exp[1:]
-			return mant + "e+" + strings.TrimLeft(exp, "0")
-		}
-		return mant + "e-" + strings.TrimLeft(exp[1:], "0")
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
+	return jsstr.Decode(b)
 }
 
 // toFixed1 is Number#toFixed(1): of two equally near results the larger
@@ -248,16 +104,6 @@ func nodeFsError(err error, syscallName, path string) string {
 		s += " '" + path + "'"
 	}
 	return s
-}
-
-// jsIsSpace is JavaScript's \s (String#trim): ASCII whitespace, NBSP,
-// BOM, the Zs category and the line/paragraph separators.
-func jsIsSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000, 0xFEFF:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200A
 }
 
 // collateKey orders names as String#localeCompare does under ICU's root

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	"github.com/pvisor/pvisor/trajectory/jsonl"
 )
 
@@ -105,7 +106,7 @@ func projectPiMessage(m gjson.Result) (json.RawMessage, error) {
 	case "user":
 		b := []byte(`{"role":"user","content":`)
 		if c.Type == gjson.String {
-			b = appendJSString(b, c.Str)
+			b = jsstr.AppendQuote(b, c.Str)
 		} else {
 			b = append(b, '[')
 			for i, part := range c.Array() {
@@ -116,7 +117,7 @@ func projectPiMessage(m gjson.Result) (json.RawMessage, error) {
 					b = append(b, ',')
 				}
 				b = append(b, `{"type":"text","text":`...)
-				b = appendJSString(b, part.Get("text").Str)
+				b = jsstr.AppendQuote(b, part.Get("text").Str)
 				b = append(b, '}')
 			}
 			b = append(b, ']')
@@ -146,11 +147,11 @@ func projectPiMessage(m gjson.Result) (json.RawMessage, error) {
 					argJSON = string(compact(args.Raw))
 				}
 				calls = append(calls, `{"id":`...)
-				calls = appendJSString(calls, part.Get("id").Str)
+				calls = jsstr.AppendQuote(calls, part.Get("id").Str)
 				calls = append(calls, `,"type":"function","function":{"name":`...)
-				calls = appendJSString(calls, part.Get("name").Str)
+				calls = jsstr.AppendQuote(calls, part.Get("name").Str)
 				calls = append(calls, `,"arguments":`...)
-				calls = appendJSString(calls, argJSON)
+				calls = jsstr.AppendQuote(calls, argJSON)
 				calls = append(calls, `}}`...)
 			default:
 				return nil, fmt.Errorf("an assistant %s part is not modelled", part.Get("type").Str)
@@ -160,14 +161,14 @@ func projectPiMessage(m gjson.Result) (json.RawMessage, error) {
 		if len(texts) == 0 {
 			b = append(b, "null"...)
 		} else {
-			b = appendJSString(b, strings.Join(texts, ""))
+			b = jsstr.AppendQuote(b, strings.Join(texts, ""))
 		}
 		if len(thinking) > 0 {
 			if field == "" {
 				field = "reasoning_content"
 			}
-			b = appendJSString(append(b, ','), field)
-			b = appendJSString(append(b, ':'), strings.Join(thinking, "\n"))
+			b = jsstr.AppendQuote(append(b, ','), field)
+			b = jsstr.AppendQuote(append(b, ':'), strings.Join(thinking, "\n"))
 		}
 		if len(calls) > 0 {
 			b = append(b, `,"tool_calls":[`...)
@@ -182,8 +183,8 @@ func projectPiMessage(m gjson.Result) (json.RawMessage, error) {
 			}
 			texts = append(texts, part.Get("text").Str)
 		}
-		b := appendJSString([]byte(`{"role":"tool","content":`), strings.Join(texts, "\n"))
-		b = appendJSString(append(b, `,"tool_call_id":`...), m.Get("toolCallId").Str)
+		b := jsstr.AppendQuote([]byte(`{"role":"tool","content":`), strings.Join(texts, "\n"))
+		b = jsstr.AppendQuote(append(b, `,"tool_call_id":`...), m.Get("toolCallId").Str)
 		return append(b, '}'), nil
 	default:
 		return nil, fmt.Errorf("a %q message is not modelled", role)

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // Rebuild writes the session file up to the boundary (the bytes
@@ -184,7 +185,7 @@ func unquoteKey(raw string) string {
 // since the replay does not re-encode images.
 func freshContent(orig gjson.Result, text string) string {
 	if orig.Type == gjson.String {
-		return string(appendJSString(nil, text))
+		return string(jsstr.AppendQuote(nil, text))
 	}
 	var o jsObject
 	o.str("type", "text")

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // pi's output limits (truncate.ts): 2000 lines or 50 KB, whichever comes
@@ -144,28 +146,10 @@ func tailBytes(s string, max int) string {
 
 // truncateLine cuts a grep line to max UTF-16 units with "... [truncated]".
 func truncateLine(line string, max int) (string, bool) {
-	if jsLen(line) <= max {
+	if jsstr.Len(line) <= max {
 		return line, false
 	}
-	return jsSlice(line, max) + "... [truncated]", true
-}
-
-// jsSlice is s.slice(0, n) in UTF-16 units; a surrogate pair cut in half
-// leaves a lone surrogate in JavaScript, which JSON.stringify writes as an
-// escape; here the whole character is dropped instead (rare).
-func jsSlice(s string, n int) string {
-	units := 0
-	for i, r := range s {
-		w := 1
-		if r > 0xFFFF {
-			w = 2
-		}
-		if units+w > n {
-			return s[:i]
-		}
-		units += w
-	}
-	return s
+	return jsstr.Prefix(line, max) + "... [truncated]", true
 }
 
 // jsObject writes a JSON object as JSON.stringify does: compact, keys in
@@ -178,11 +162,11 @@ func (o *jsObject) key(k string) {
 	} else {
 		o.b = append(o.b, ',')
 	}
-	o.b = appendJSString(o.b, k)
+	o.b = jsstr.AppendQuote(o.b, k)
 	o.b = append(o.b, ':')
 }
 
-func (o *jsObject) str(k, v string) { o.key(k); o.b = appendJSString(o.b, v) }
+func (o *jsObject) str(k, v string) { o.key(k); o.b = jsstr.AppendQuote(o.b, v) }
 func (o *jsObject) num(k string, v int) {
 	o.key(k)
 	o.b = strconv.AppendInt(o.b, int64(v), 10)
