@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // serdeString encodes s as serde_json does: only '"', '\\' and control
@@ -60,59 +62,9 @@ func serdeString(s string) string {
 }
 
 // lossyUTF8 is Rust's String::from_utf8_lossy: every maximal ill-formed
-// subsequence (a truncated but so far valid sequence counts as one)
-// becomes one U+FFFD.
-func lossyUTF8(p []byte) string {
-	if utf8.Valid(p) {
-		return string(p)
-	}
-	var b strings.Builder
-	b.Grow(len(p) + 8)
-	for i := 0; i < len(p); {
-		r, n := utf8.DecodeRune(p[i:])
-		if r != utf8.RuneError || n > 1 {
-			b.Write(p[i : i+n])
-			i += n
-			continue
-		}
-		b.WriteString("\uFFFD")
-		i += invalidLen(p[i:])
-	}
-	return b.String()
-}
-
-// invalidLen is the length of the ill-formed subsequence at the start of p
-// (Unicode's "maximal subpart" rule, which Rust follows).
-func invalidLen(p []byte) int {
-	lo, hi, need := byte(0x80), byte(0xBF), 0
-	switch c := p[0]; {
-	case c >= 0xC2 && c <= 0xDF:
-		need = 1
-	case c == 0xE0:
-		lo, need = 0xA0, 2
-	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-		need = 2
-	case c == 0xED:
-		hi, need = 0x9F, 2
-	case c == 0xF0:
-		lo, need = 0x90, 3
-	case c >= 0xF1 && c <= 0xF3:
-		need = 3
-	case c == 0xF4:
-		hi, need = 0x8F, 3
-	default:
-		return 1
-	}
-	n := 1
-	for k := 0; k < need && n < len(p); k++ {
-		if p[n] < lo || p[n] > hi {
-			break
-		}
-		lo, hi = 0x80, 0xBF
-		n++
-	}
-	return n
-}
+// subsequence becomes one U+FFFD. That is the same Unicode "maximal
+// subpart" rule the WHATWG decoder follows, so the shared decoder serves.
+func lossyUTF8(p []byte) string { return jsstr.Decode(p) }
 
 // rustLines splits like Rust's str::lines: at "\n", dropping one "\r"
 // before it, without an empty last line after a final newline.
