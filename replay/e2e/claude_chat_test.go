@@ -4,13 +4,9 @@ package e2e
 
 import (
 	"encoding/json"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -26,17 +22,7 @@ import (
 func TestContinueClaudeOnChatUpstream(t *testing.T) {
 	s := loadClaudeSession(t)
 	const step, model = 2, "served-model-7"
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fake atomic.Pointer[fakemodel.Server]
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fake.Load().ServeHTTP(w, r) })}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	t.Setenv("OPENAI_BASE_URL", "http://"+ln.Addr().String()+"/v1")
-	t.Setenv("OPENAI_API_KEY", "sk-pvisor-e2e-chat")
+	fake := serveFakeModel(t, "sk-pvisor-e2e-chat")
 
 	enterLoopbackNetns(t)
 	cr := s.continueAfter(t, step, func(r *replay.Request) {

@@ -3,169 +3,26 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
-	"context"
 	"encoding/json"
-	"fmt"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 
-	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/relocate"
 	"github.com/pvisor/pvisor/result"
-	"github.com/pvisor/pvisor/trajectory"
 	codexfmt "github.com/pvisor/pvisor/trajectory/codex"
 )
 
-// captureUpstream keeps every body the bridge forwarded, in order.
-type captureUpstream struct {
-	bridge.Upstream
-	mu     sync.Mutex
-	bodies [][]byte
-}
-
-func (c *captureUpstream) Send(ctx context.Context, req *bridge.Request) (*http.Response, error) {
-	c.mu.Lock()
-	c.bodies = append(c.bodies, bytes.Clone(req.Body))
-	c.mu.Unlock()
-	return c.Upstream.Send(ctx, req)
-}
-
-func (c *captureUpstream) forwarded() [][]byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([][]byte(nil), c.bodies...)
-}
-
-// codexSession is the recorded Codex session and what it takes to continue it.
-type codexSession struct {
-	dir, rollout string
-	traj         *trajectory.Trajectory
-	requests     []fakemodel.Request // the main requests the real CLI sent while recording
-	codexBin     string
-	manifest     manifest
-}
-
-func loadCodexSession(t *testing.T) *codexSession {
-	t.Helper()
-	s := &codexSession{dir: filepath.Join(projectRoot(t), "testdata", "e2e", "sessions", "codex")}
-	s.codexBin = filepath.Join(binDir(t), "codex")
-	if _, err := os.Stat(s.codexBin); err != nil {
-		t.Skipf("codex CLI not installed at %s: run testdata/e2e/install-clis.sh first", s.codexBin)
-	}
-	data, err := os.ReadFile(filepath.Join(s.dir, "manifest.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &s.manifest); err != nil {
-		t.Fatal(err)
-	}
-	s.rollout = filepath.Join(s.dir, s.manifest.Files["session"])
-	f, err := os.Open(s.rollout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if s.traj, err = codexfmt.New().Decode(f, trajectory.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	zf, err := os.Open(filepath.Join(s.dir, s.manifest.Files["requests"]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer zf.Close()
-	zr, err := gzip.NewReader(zf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		var q fakemodel.Request
-		if err := json.Unmarshal(sc.Bytes(), &q); err != nil {
-			t.Fatal(err)
-		}
-		if q.Kind == fakemodel.KindMain {
-			s.requests = append(s.requests, q)
-		}
-	}
-	return s
-}
-
-// continueRun is one `pvisor replay` continuation of the recorded session, run
-// in process so the test can watch the upstream.
-type continueRun struct {
-	ws, state, out string
-	capture        *captureUpstream
-	res            *result.Result
-	took           time.Duration
-}
-
-func (s *codexSession) continueAfter(t *testing.T, step int, edit func(*replay.Request)) *continueRun {
-	t.Helper()
-	root := t.TempDir()
-	cr := &continueRun{ws: filepath.Join(root, "ws"), state: filepath.Join(root, "state"), out: filepath.Join(root, "out"),
-		capture: &captureUpstream{}}
-	if err := os.MkdirAll(cr.ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("tar", "-xzf", filepath.Join(s.dir, s.manifest.Files["initial_repo"]), "-C", cr.ws).CombinedOutput(); err != nil {
-		t.Fatalf("unpack the initial repo: %v\n%s", err, out)
-	}
-	req := &replay.Request{Agent: "codex", Trajectory: s.rollout, AfterStep: step, Workspace: cr.ws, RunID: "cont",
-		StateRoot: cr.state, OutputRoot: cr.out, AgentEntrypoint: s.codexBin, Upstream: replay.UpstreamRecorded,
-		IdleTimeout: time.Minute,
-		Hooks: &replay.Hooks{Upstream: func(u bridge.Upstream) bridge.Upstream {
-			cr.capture.Upstream = u
-			return cr.capture
-		}}}
-	if edit != nil {
-		edit(req)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	start := time.Now()
-	cr.res = replay.Run(ctx, req)
-	cr.took = time.Since(start)
-	return cr
-}
-
-func (cr *continueRun) file(t *testing.T, rel string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(cr.out, "cont", rel))
-	if err != nil {
-		t.Fatalf("%v\n%s", err, cr.diagnose())
-	}
-	return data
-}
-
-func (cr *continueRun) diagnose() string {
-	var b strings.Builder
-	b.Write(cr.res.Line())
-	for _, name := range []string{"codex-stderr.log", "bridge.log"} {
-		data, _ := os.ReadFile(filepath.Join(cr.out, "cont", "logs", name))
-		if len(data) > 3000 {
-			data = data[len(data)-3000:]
-		}
-		b.WriteString("\n--- " + name + "\n" + string(data))
-	}
-	return b.String()
+func loadCodexSession(t *testing.T) *recordedSession {
+	return loadRecordedSession(t, "codex", "codex", codexfmt.New())
 }
 
 // comparableItem is a request input item made comparable across runs: paths
@@ -205,108 +62,46 @@ func inputItems(body []byte) [][]byte {
 // rollout holds no nonce, and its first action equals the recorded one.
 func TestContinueCodexEveryStep(t *testing.T) {
 	s := loadCodexSession(t)
-	for _, a := range s.traj.Steps() {
-		step := a.Step
-		t.Run(fmtStep(step), func(t *testing.T) {
-			enterLoopbackNetns(t)
-			cr := s.continueAfter(t, step, nil)
-			res := cr.res
-			if res.Failure != nil || res.AgentStatus != result.AgentCompleted || *res.Phase != result.PhaseContinued ||
-				res.Quality != result.QualityVerified {
-				t.Fatalf("continuation did not complete cleanly:\n%s", cr.diagnose())
-			}
-			prefixTurns := codexfmt.New().PrefixModelTurns(s.traj, step)
-			if want := len(s.traj.Actions) - prefixTurns; res.ContinuedSteps != want {
-				t.Errorf("continued_steps = %d, want %d", res.ContinuedSteps, want)
-			}
-			t.Logf("after step %d: continued %d steps in %.2fs (whole run)", step, res.ContinuedSteps, cr.took.Seconds())
+	s.continueEveryStep(t, func(t *testing.T, cr *continueRun, prefixTurns int) {
+		// The first forwarded request is the projection of the staged
+		// rollout, byte for byte, after the instructions message.
+		fwd := cr.capture.forwarded()
+		if len(fwd) == 0 {
+			t.Fatalf("nothing reached the upstream\n%s", cr.diagnose())
+		}
+		proj, err := codexfmt.Project(bytes.NewReader(cr.staged(t, "pvisor-staged-session.jsonl")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := inputItems(fwd[0])
+		if gjson.GetBytes(first[0], "role").Str != "developer" {
+			t.Errorf("input[0] is not the instructions message: %.200s", first[0])
+		}
+		if d := cmp.Diff(rawStrings(proj.Items), bytesStrings(first[1:])); d != "" {
+			t.Errorf("first forwarded request differs from the rebuilt prefix projection (-projection +forwarded):\n%s", d)
+		}
 
-			// The first forwarded request is the projection of the staged
-			// rollout, byte for byte, after the instructions message.
-			fwd := cr.capture.forwarded()
-			if len(fwd) == 0 {
-				t.Fatalf("nothing reached the upstream\n%s", cr.diagnose())
+		// Independently: it is the request the real CLI sent at this point
+		// when it recorded the session, but for paths and run-to-run fields.
+		orig := inputItems(s.requests[prefixTurns].Body)
+		moves := []relocate.Paths{{From: s.manifest.RepoPath, To: cr.ws},
+			{From: filepath.Join(s.manifest.HomePath, ".codex"), To: filepath.Join(cr.state, "cont", "codex-home")}}
+		if len(orig) != len(first) {
+			t.Fatalf("forwarded %d items, the recording's request had %d", len(first), len(orig))
+		}
+		for i := 1; i < len(orig); i++ {
+			if d := cmp.Diff(comparableItem(t, orig[i], moves...), comparableItem(t, first[i])); d != "" {
+				t.Errorf("item %d differs from the recorded request (-recorded +forwarded):\n%s", i, d)
 			}
-			staged, err := os.ReadFile(filepath.Join(cr.state, "cont", "codex-home", "pvisor-staged-session.jsonl"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			proj, err := codexfmt.Project(bytes.NewReader(staged))
-			if err != nil {
-				t.Fatal(err)
-			}
-			first := inputItems(fwd[0])
-			if gjson.GetBytes(first[0], "role").Str != "developer" {
-				t.Errorf("input[0] is not the instructions message: %.200s", first[0])
-			}
-			if d := cmp.Diff(rawStrings(proj.Items), bytesStrings(first[1:])); d != "" {
-				t.Errorf("first forwarded request differs from the rebuilt prefix projection (-projection +forwarded):\n%s", d)
-			}
+		}
+		if strings.Contains(string(fwd[0]), "__PVISOR_NATIVE_REPLAY_") {
+			t.Error("the nonce reached the upstream")
+		}
 
-			// Independently: it is the request the real CLI sent at this point
-			// when it recorded the session, but for paths and run-to-run fields.
-			orig := inputItems(s.requests[prefixTurns].Body)
-			moves := []relocate.Paths{{From: s.manifest.RepoPath, To: cr.ws},
-				{From: filepath.Join(s.manifest.HomePath, ".codex"), To: filepath.Join(cr.state, "cont", "codex-home")}}
-			if len(orig) != len(first) {
-				t.Fatalf("forwarded %d items, the recording's request had %d", len(first), len(orig))
-			}
-			for i := 1; i < len(orig); i++ {
-				if d := cmp.Diff(comparableItem(t, orig[i], moves...), comparableItem(t, first[i])); d != "" {
-					t.Errorf("item %d differs from the recorded request (-recorded +forwarded):\n%s", i, d)
-				}
-			}
-			if strings.Contains(string(fwd[0]), "__PVISOR_NATIVE_REPLAY_") {
-				t.Error("the nonce reached the upstream")
-			}
-
-			if cont := cr.file(t, "native/continued-session.jsonl"); bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
-				t.Error("native/continued-session.jsonl holds the nonce")
-			}
-			var cmpRes result.NextActionComparison
-			if err := json.Unmarshal(cr.file(t, "next-action-comparison.json"), &cmpRes); err != nil {
-				t.Fatal(err)
-			}
-			m := cmpRes.Metrics
-			if !m.ToolCountEqual || !m.OrderedToolNamesEqual || !m.ToolArgumentsEqual {
-				t.Errorf("next action tools differ: %+v", m)
-			}
-			checkText(t, "text", m.OriginalTextPresent, m.TextSimilarity, m.TextExact, m.TextComparisonStatus)
-			checkText(t, "reasoning", m.OriginalReasoningPresent, m.ReasoningSimilarity, m.ReasoningExact, m.ReasoningComparisonStatus)
-			for name, want := range finalFiles {
-				if got, err := os.ReadFile(filepath.Join(cr.ws, name)); err != nil || string(got) != want {
-					t.Errorf("after the continuation %s = %q (%v), want %q", name, got, err, want)
-				}
-			}
-		})
-	}
-}
-
-func checkText(t *testing.T, what string, present bool, sim *float64, exact *bool, status string) {
-	t.Helper()
-	switch {
-	case !present && status != "not_applicable_both_empty":
-		t.Errorf("%s: the recorded action has none, yet the comparison says %s", what, status)
-	case present && (sim == nil || *sim != 1.0 || exact == nil || !*exact):
-		t.Errorf("%s: similarity %v exact %v, want 1.0 and exact", what, deref(sim), exact)
-	}
-}
-
-func deref(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func fmtStep(n int) string { return fmt.Sprintf("after-step-%d", n) }
-
-func rawStrings(items []json.RawMessage) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = string(it)
-	}
-	return out
+		if cont := cr.file(t, "native/continued-session.jsonl"); bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
+			t.Error("native/continued-session.jsonl holds the nonce")
+		}
+	})
 }
 
 func bytesStrings(items [][]byte) []string {
@@ -324,32 +119,11 @@ func bytesStrings(items [][]byte) []string {
 func TestContinueCodexRefusesTamperedSession(t *testing.T) {
 	s := loadCodexSession(t)
 	enterLoopbackNetns(t)
-	wrapper := filepath.Join(t.TempDir(), "codex")
-	script := `#!/bin/sh
-if [ "$1" != "--version" ]; then
-  for f in $(find "$CODEX_HOME/sessions" -name '*.jsonl'); do sed -i 's/def greet(name)/def grete(name)/g' "$f"; done
-fi
-exec ` + s.codexBin + ` "$@"
-`
-	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	wrapper := s.tamperingEntrypoint(t, "codex",
+		`for f in $(find "$CODEX_HOME/sessions" -name '*.jsonl'); do sed -i 's/def greet(name)/def grete(name)/g' "$f"; done`)
 	cr := s.continueAfter(t, 2, func(r *replay.Request) { r.AgentEntrypoint = wrapper })
-	res := cr.res
-	if res.Failure == nil || res.Failure.Category != result.ContinuationError || result.ExitCode(res.Failure) != 40 ||
-		res.AgentStatus != result.AgentFailed || res.Retryable {
-		t.Fatalf("want a continuation_error (exit 40):\n%s", cr.diagnose())
-	}
-	if !strings.Contains(res.Failure.Message, "differs from item") {
-		t.Errorf("the failure does not say what did not match: %s", res.Failure.Message)
-	}
-	if n := len(cr.capture.forwarded()); n != 0 {
-		t.Errorf("the upstream received %d requests; a refused run must forward none", n)
-	}
-	st := res.Metadata["continuation"].(map[string]any)["bridge"].(bridge.Stats)
-	if st.Refused == 0 || st.Forwarded != 0 {
-		t.Errorf("bridge stats %+v", st)
-	}
+	cr.checkRefused(t, "differs from item")
+	cr.checkRefusedFinally(t)
 }
 
 // TestContinueCodexPromptAndSecrets continues through a real HTTP upstream (the
@@ -364,20 +138,7 @@ func TestContinueCodexPromptAndSecrets(t *testing.T) {
 		key    = "sk-pvisor-e2e-UPSTREAM-KEY-93b2"
 		step   = 3
 	)
-	// The model service listens in the host's namespace, like a real one
-	// outside the sandbox: the bridge's upstream connections come from
-	// goroutines that are not locked into the test's namespace.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fake atomic.Pointer[fakemodel.Server]
-	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second,
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fake.Load().ServeHTTP(w, r) })}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	t.Setenv("OPENAI_BASE_URL", "http://"+ln.Addr().String()+"/v1")
-	t.Setenv("OPENAI_API_KEY", key)
+	fake := serveFakeModel(t, key)
 
 	enterLoopbackNetns(t)
 	cr := s.continueAfter(t, step, func(r *replay.Request) {
