@@ -38,21 +38,23 @@ test: vet
 race: test
 
 # Every Fuzz target in the tree, briefly: catches decoder panics early.
+# Go's fuzzer can end with "context deadline exceeded" when -fuzztime runs
+# out while it is minimising a new input (no failing input is reported);
+# that case alone is run once more. Any other failure prints its output.
 fuzz-smoke:
-	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '/.e2e/'); do \
+	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '/.e2e/'); do \
 		dir=$$(dirname $$f); \
 		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
 			echo "fuzz $$dir $$name"; \
-			$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) ./$$dir >/dev/null || { echo "FAIL: $$dir $$name"; \
-				$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) ./$$dir; exit 1; }; \
+			for try in 1 2; do \
+				if $(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./$$dir >$$log 2>&1; then break; fi; \
+				if [ $$try = 1 ] && grep -q 'context deadline exceeded' $$log && ! grep -q 'Failing input' $$log; then \
+					echo "  (fuzzer stopped while minimising; running once more)"; continue; fi; \
+				cat $$log; echo "FAIL: $$dir $$name"; exit 1; \
+			done; \
 		done; \
 	done
-
-# End to end with the real agent CLIs from npm (installed into .e2e/, ignored)
-# in loopback-only network namespaces; needs root.
-e2e:
-	bash testdata/e2e/install-clis.sh >/dev/null
-	$(GO) test -tags e2e -count=1 ./replay/e2e/
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)

@@ -188,7 +188,8 @@ func (d *Doc) End(what string) error {
 }
 
 // fail turns an error from reading the document into a *trajectory.Error
-// at the line it happened on: invalid JSON, or a document that ends early.
+// at the line it happened on: invalid JSON, a number no float64 holds, or a
+// document that ends early.
 // A *trajectory.Error passes through, and so does any other error (the
 // reader's own, such as a failing disk), which is not the file's fault.
 func (d *Doc) fail(err error, what string) error {
@@ -211,6 +212,9 @@ func (d *Doc) fail(err error, what string) error {
 			at += off
 		}
 		return trajectory.Errorf(d.lc.line(at), "%s: invalid JSON: %v", what, se)
+	case errors.As(err, new(*json.UnmarshalTypeError)):
+		// A number too large for float64, as Token decodes scalars.
+		return trajectory.Errorf(d.lc.line(d.dec.InputOffset()), "%s: %v", what, err)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return &trajectory.Error{Kind: trajectory.Malformed, Line: d.lc.line(d.lc.off),
 			Msg:  fmt.Sprintf("%s: the JSON document ends early", what),
