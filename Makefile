@@ -56,6 +56,12 @@ fuzz-smoke:
 		done; \
 	done
 
+# End to end with the real agent CLIs from npm (installed into .e2e/, ignored)
+# in loopback-only network namespaces; needs root.
+e2e:
+	bash testdata/e2e/install-clis.sh >/dev/null
+	$(GO) test -tags e2e -count=1 ./replay/e2e/
+
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
