@@ -231,7 +231,13 @@ func (r *run) finishContinuation(ct *continuation) error {
 		}
 	}
 	r.promptMetadata(ct.report)
-	if n := len(ct.report.ContextInserted); n > 0 {
+	n := 0
+	for _, c := range ct.report.ContextInserted {
+		if c.Placement != envelope.PlacedAfterFirstMessage {
+			n++
+		}
+	}
+	if n > 0 {
 		r.degrade(fmt.Sprintf("%s inserted %d context item(s) before the first model request, so it did not end exactly at the boundary observation", agent, n))
 	}
 

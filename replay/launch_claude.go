@@ -32,9 +32,6 @@ const claudeConfigDir = "claude-config"
 
 func (claudeLauncher) Binary() string { return "claude" }
 
-// Tested: the envelope was checked end to end with 2.1.197 (replay/e2e) and
-// described identically for 2.1.220 (shared reference, boundary-envelope.md).
-func (claudeLauncher) Tested() VersionRange      { return VersionRange{Min: "2.1.197", Below: "2.1.221"} }
 func (claudeLauncher) Protocol() bridge.Protocol { return bridge.Anthropic }
 
 // Replies plays each recorded response after the boundary with its own

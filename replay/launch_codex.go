@@ -44,7 +44,6 @@ const codexProvider = "pvisor_bridge"
 const codexTokenEnv = "PVISOR_BRIDGE_TOKEN"
 
 func (codexLauncher) Binary() string            { return "codex" }
-func (codexLauncher) Tested() VersionRange      { return VersionRange{Min: "0.150.0", Below: "0.180.0"} }
 func (codexLauncher) Protocol() bridge.Protocol { return bridge.Responses }
 
 // Replies plays each recorded response after the boundary with its own call

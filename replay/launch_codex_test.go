@@ -16,29 +16,6 @@ import (
 	"github.com/pvisor/pvisor/result"
 )
 
-func TestVersionRange(t *testing.T) {
-	r := VersionRange{Min: "0.150.0", Below: "0.180.0"}
-	for _, tc := range []struct {
-		v    string
-		want bool
-	}{
-		{"0.150.0", true}, {"0.171.0", true}, {"0.179.99", true}, {"v0.171.0", true},
-		{"0.149.9", false}, {"0.180.0", false}, {"0.180.0-alpha.1", true}, {"0.150.0-rc.1", false},
-		{"1.0.0", false}, {"0.171.0+build.7", true},
-	} {
-		got, err := r.Contains(tc.v)
-		if err != nil || got != tc.want {
-			t.Errorf("%s in %s = %v (%v), want %v", tc.v, r, got, err, tc.want)
-		}
-	}
-	if _, err := r.Contains("latest"); err == nil {
-		t.Error("a non-version was compared")
-	}
-	if comparePre("alpha.2", "alpha.10") >= 0 || comparePre("1", "alpha") >= 0 || comparePre("alpha", "alpha.1") >= 0 {
-		t.Error("pre-release order is not semver's")
-	}
-}
-
 func script(t *testing.T, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "cli")
@@ -137,7 +114,7 @@ func TestCleanCodexRollout(t *testing.T) {
 // The recorded upstream gets each later response of the real session with its
 // own call ids and kinds, paths moved to the workspace.
 func TestCodexReplies(t *testing.T) {
-	session := sessionFile(t, "../testdata/e2e/sessions/codex")
+	session := sessionFile(t, "../testdata/e2e/sessions/codex@0.171.0")
 	plan, err := BuildPlan(&Request{Agent: "codex", Trajectory: session, AfterStep: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,6 @@ const (
 )
 
 func (opencodeLauncher) Binary() string            { return "opencode" }
-func (opencodeLauncher) Tested() VersionRange      { return VersionRange{Min: "1.18.0", Below: "1.19.0"} }
 func (opencodeLauncher) Protocol() bridge.Protocol { return bridge.Chat }
 
 // Replies plays the recorded steps after the boundary with their own call

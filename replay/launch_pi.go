@@ -36,7 +36,6 @@ const piTokenEnv = "PVISOR_BRIDGE_TOKEN"
 var piTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
 
 func (piLauncher) Binary() string            { return "pi" }
-func (piLauncher) Tested() VersionRange      { return VersionRange{Min: "0.73.0", Below: "0.74.0"} }
 func (piLauncher) Protocol() bridge.Protocol { return bridge.Chat }
 
 func (piLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) { return chatReplies(c) }

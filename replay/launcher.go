@@ -14,6 +14,7 @@ import (
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
 	"github.com/pvisor/pvisor/replay/relocate"
+	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -28,8 +29,6 @@ type Launcher interface {
 	// Binary is the CLI's executable name, looked up on PATH when
 	// --agent-entrypoint is not given.
 	Binary() string
-	// Tested is the CLI version range the continuation was checked with.
-	Tested() VersionRange
 	// Protocol is the model protocol the CLI speaks to the bridge.
 	Protocol() bridge.Protocol
 	// Replies are the recorded actions after the boundary in the shape the
@@ -154,7 +153,7 @@ func entrypoint(explicit, binary, path string) (string, string, error) {
 // checkVersion applies the tested range: outside it the run is refused unless
 // allowed, and then degraded.
 func (r *run) checkVersion(l Launcher, version string) error {
-	rng := l.Tested()
+	rng := tested.RangeOf(r.req.Agent)
 	ok, err := rng.Contains(version)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%s version %q cannot be compared with the tested range %s: %v", l.Binary(), version, rng, err)

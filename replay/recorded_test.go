@@ -22,10 +22,10 @@ import (
 var recordedSessions = []struct {
 	agent, dir string
 }{
-	{"codex", "../testdata/e2e/sessions/codex"},
-	{"pi", "../testdata/e2e/sessions/pi"},
-	{"claude-code", "../testdata/e2e/sessions/claude-code"},
-	{"opencode", "../testdata/e2e/sessions/opencode"},
+	{"codex", "../testdata/e2e/sessions/codex@0.171.0"},
+	{"pi", "../testdata/e2e/sessions/pi@0.73.1"},
+	{"claude-code", "../testdata/e2e/sessions/claude-code@2.1.197"},
+	{"opencode", "../testdata/e2e/sessions/opencode@1.18.33"},
 }
 
 func sessionFile(t *testing.T, dir string) string {

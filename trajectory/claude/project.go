@@ -334,6 +334,17 @@ const contextReminderPrefix = "<system-reminder>\nAs you answer the user's quest
 
 // IsContextReminder reports whether text is that block.
 func IsContextReminder(text string) bool {
-	return strings.HasPrefix(text, contextReminderPrefix) &&
+	return strings.HasPrefix(text, contextReminderPrefix) && IsRuntimeReminder(text)
+}
+
+// IsRuntimeReminder reports whether text is one whole <system-reminder>
+// block: what Claude Code renders from the context it gathers at each launch
+// (user context, git status, commit attribution) into the user message of a
+// request. Which reminders a release adds, and to which user message, moves
+// between releases (2.1.197 prefixed the first message with the user
+// context; 2.1.332 puts git status and attribution before the newest
+// prompt), so envelopes recognise them by this shape.
+func IsRuntimeReminder(text string) bool {
+	return strings.HasPrefix(text, "<system-reminder>\n") &&
 		strings.HasSuffix(strings.TrimRight(text, "\n"), "</system-reminder>")
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/pvisor/pvisor/trajectory"
 )
 
-const recordedDir = "../../testdata/e2e/sessions/claude-code"
+const recordedDir = "../../testdata/e2e/sessions/claude-code@2.1.197"
 
 // recordedRequests returns the bodies of the model requests the real CLI
 // (2.1.197) sent while it recorded the e2e session, in order.

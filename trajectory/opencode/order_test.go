@@ -64,7 +64,7 @@ func TestOrderFollowsOnlyPossibleResults(t *testing.T) {
 func TestCwdOfRunEvents(t *testing.T) {
 	for file, want := range map[string]string{
 		"testdata/ortus_run_session2.jsonl":                 "/work/probe",
-		"../../testdata/e2e/sessions/opencode/stdout.jsonl": "/tmp/pvisor-e2e/opencode/repo",
+		"../../testdata/e2e/sessions/opencode@1.18.33/stdout.jsonl": "/tmp/pvisor-e2e/opencode/repo",
 		corpusDir + "/takopi_opencode_stream_success.jsonl": "",
 		"testdata/export_ortus_session2.json":               "/work/probe",
 	} {
