@@ -59,12 +59,12 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if v := r.plan.Trajectory.Version; v != "" {
 		r.res.Metadata["trajectory_agent_version"] = v
 	}
-	version, err := probeVersion(ctx, entry, env)
+	version, printed, err := probeVersion(ctx, entry, env)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
 	r.res.Agent.Version = &version
-	if err := r.checkVersion(l, version); err != nil {
+	if err := r.checkVersion(l, version, printed); err != nil {
 		return err
 	}
 	ws, err := r.workspace()

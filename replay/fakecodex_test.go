@@ -55,6 +55,10 @@ func fakeCodexMain(args []string) int {
 		if v == "" {
 			v = tested.RangeOf("codex").Max
 		}
+		if out := os.Getenv("FAKE_CODEX_VERSION_OUTPUT"); out != "" {
+			fmt.Println(out)
+			return 0
+		}
 		fmt.Println("codex-cli " + v)
 		return 0
 	}

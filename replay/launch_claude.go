@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,11 @@ type claudeLauncher struct{}
 const claudeConfigDir = "claude-config"
 
 func (claudeLauncher) Binary() string { return "claude" }
+
+// VersionShape is how `--version` prints (2.1.332 (Claude Code)).
+func (claudeLauncher) VersionShape() *regexp.Regexp { return claudeVersionShape }
+
+var claudeVersionShape = regexp.MustCompile(`(?m)^\d+\.\d+\.\d+\S* \(Claude Code\)$`)
 
 func (claudeLauncher) Protocol() bridge.Protocol { return bridge.Anthropic }
 

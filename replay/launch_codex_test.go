@@ -37,11 +37,36 @@ func TestProbeVersion(t *testing.T) {
 		{"fails", `echo "boom" >&2; exit 3`, "", "--version failed (exit status 3): boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := probeVersion(context.Background(), script(t, tc.body), env)
+			got, _, err := probeVersion(context.Background(), script(t, tc.body), env)
 			if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 				t.Errorf("got %q, %v; want %q, %q", got, err, tc.want, tc.err)
 			}
 		})
+	}
+}
+
+// TestVersionShapes: each launcher knows how its CLI prints --version (the
+// real outputs of the tested releases), and refuses other programs' output.
+func TestVersionShapes(t *testing.T) {
+	real := map[string][]string{
+		"claude-code": {"2.1.197 (Claude Code)", "2.1.332 (Claude Code)"},
+		"codex":       {"codex-cli 0.171.0"},
+		"opencode":    {"1.18.33"},
+		"pi":          {"0.73.1", "Warning: something\n0.73.1"},
+	}
+	foreign := []string{"Python 3.11.2", "git version 2.39.5", "codex 1.0.0 (Claude Code)x", "", "v20.20.2 node"}
+	for agent, outs := range real {
+		l := launchers[agent]
+		for _, o := range outs {
+			if !l.VersionShape().MatchString(o) {
+				t.Errorf("%s refuses its own --version output %q", agent, o)
+			}
+		}
+		for _, o := range foreign {
+			if l.VersionShape().MatchString(o) {
+				t.Errorf("%s takes %q for its --version output", agent, o)
+			}
+		}
 	}
 }
 

@@ -35,7 +35,13 @@ const piTokenEnv = "PVISOR_BRIDGE_TOKEN"
 // read, bash, edit and write are on by default.
 var piTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
 
-func (piLauncher) Binary() string            { return "pi" }
+func (piLauncher) Binary() string { return "pi" }
+
+// VersionShape is how `--version` prints (0.73.1).
+func (piLauncher) VersionShape() *regexp.Regexp { return piVersionShape }
+
+var piVersionShape = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
+
 func (piLauncher) Protocol() bridge.Protocol { return bridge.Chat }
 
 func (piLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) { return chatReplies(c) }

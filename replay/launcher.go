@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -29,6 +30,10 @@ type Launcher interface {
 	// Binary is the CLI's executable name, looked up on PATH when
 	// --agent-entrypoint is not given.
 	Binary() string
+	// VersionShape matches a line of what the CLI prints for --version:
+	// a binary that prints anything else is not this agent (or a release
+	// that changed its output, which is refused like an untested one).
+	VersionShape() *regexp.Regexp
 	// Protocol is the model protocol the CLI speaks to the bridge.
 	Protocol() bridge.Protocol
 	// Replies are the recorded actions after the boundary in the shape the
@@ -152,8 +157,15 @@ func entrypoint(explicit, binary, path string) (string, string, error) {
 
 // checkVersion applies the tested range: outside it the run is refused unless
 // allowed, and then degraded.
-func (r *run) checkVersion(l Launcher, version string) error {
+func (r *run) checkVersion(l Launcher, version, printed string) error {
 	rng := tested.RangeOf(r.req.Agent)
+	if !l.VersionShape().MatchString(printed) {
+		msg := fmt.Sprintf("%s --version printed %q, not the way %s prints its version", l.Binary(), firstLine(printed), r.req.Agent)
+		if !r.req.AllowUntestedVersion {
+			return fail(result.UnsupportedVersion, "%s: is --agent-entrypoint really %s? (a release that changed its output needs --allow-untested-version; quality becomes degraded)", msg, r.req.Agent)
+		}
+		r.degrade(msg)
+	}
 	ok, err := rng.Contains(version)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%s version %q cannot be compared with the tested range %s: %v", l.Binary(), version, rng, err)

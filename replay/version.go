@@ -23,8 +23,8 @@ const (
 )
 
 // probeVersion runs `entry --version` with env and returns the first version
-// number it prints (some CLIs print on stderr).
-func probeVersion(ctx context.Context, entry string, env []string) (string, error) {
+// number it prints (some CLIs print on stderr) and the whole output.
+func probeVersion(ctx context.Context, entry string, env []string) (version, printed string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, entry, "--version")
@@ -32,23 +32,23 @@ func probeVersion(ctx context.Context, entry string, env []string) (string, erro
 	out := &cappedBuffer{max: probeMaxOut}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	err = cmd.Run()
 	text := strings.TrimSpace(out.String())
 	switch {
 	case ctx.Err() != nil:
-		return "", fmt.Errorf("%s --version did not finish within %s", entry, probeTimeout)
+		return "", "", fmt.Errorf("%s --version did not finish within %s", entry, probeTimeout)
 	case err != nil:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return "", fmt.Errorf("%s --version failed (%v): %s", entry, err, firstLine(text))
+			return "", "", fmt.Errorf("%s --version failed (%v): %s", entry, err, firstLine(text))
 		}
-		return "", fmt.Errorf("%s --version: %v", entry, err)
+		return "", "", fmt.Errorf("%s --version: %v", entry, err)
 	}
 	m := versionInText.FindStringSubmatch(text)
 	if m == nil {
-		return "", fmt.Errorf("%s --version printed no version number: %q", entry, firstLine(text))
+		return "", "", fmt.Errorf("%s --version printed no version number: %q", entry, firstLine(text))
 	}
-	return m[1], nil
+	return m[1], text, nil
 }
 
 func firstLine(s string) string {
