@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -103,8 +102,6 @@ func releaseBin(t *testing.T, rel tested.Release) string {
 	}
 	return bin
 }
-
-var versionRe = regexp.MustCompile(`\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?`)
 
 func loadRecording(t *testing.T, dir string, rel tested.Release, format trajectory.Format) *recordedSession {
 	t.Helper()

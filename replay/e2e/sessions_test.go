@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -27,6 +28,9 @@ var initialFiles = map[string]string{
 	"main.py":         "from greeter.util import greet\n\nif __name__ == \"__main__\":\n    print(greet(\"world\"))\n",
 	"greeter/util.py": "def greet(name):\n    return f\"Hello, {name}!\"\n\n\ndef shout(name):\n    return greet(name).upper()\n",
 }
+
+// versionRe finds the version in a manifest's cli_version ("2.1.197 (Claude Code)").
+var versionRe = regexp.MustCompile(`\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?`)
 
 // manifest describes one recorded session (testdata/e2e/sessions/<agent>/manifest.json).
 type manifest struct {
