@@ -105,12 +105,16 @@ func TestClaudeStageAndCommand(t *testing.T) {
 		t.Errorf("stdin %q", cmd.Stdin)
 	}
 
-	// --agent-arg choosing the tools wins over the inferred list.
+	// --agent-arg choosing the tools wins over the inferred list; without
+	// --model the recorded model is passed.
 	c.AgentArgs = []string{"--tools=Bash"}
 	st, _ = claudeLauncher{}.Stage(c)
 	cmd, _ = st.Command(BridgeAddr{URL: "u", Token: "t"})
 	if slices.Contains(cmd.Args, "--tools") {
 		t.Errorf("args %v add --tools next to --agent-arg's", cmd.Args)
+	}
+	if i := slices.Index(cmd.Args, "--model"); i < 0 || cmd.Args[i+1] != "claude-opus-4-8" {
+		t.Errorf("args %v do not pass the recorded model claude-opus-4-8", cmd.Args)
 	}
 }
 
