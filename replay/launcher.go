@@ -159,7 +159,8 @@ func entrypoint(explicit, binary, path string) (string, string, error) {
 // allowed, and then degraded.
 func (r *run) checkVersion(l Launcher, version, printed string) error {
 	rng := tested.RangeOf(r.req.Agent)
-	if !l.VersionShape().MatchString(printed) {
+	recognised := l.VersionShape().MatchString(printed)
+	if !recognised {
 		msg := fmt.Sprintf("%s --version printed %q, not the way %s prints its version", l.Binary(), firstLine(printed), r.req.Agent)
 		if !r.req.AllowUntestedVersion {
 			return fail(result.UnsupportedVersion, "%s: is --agent-entrypoint really %s? (a release that changed its output needs --allow-untested-version; quality becomes degraded)", msg, r.req.Agent)
@@ -170,7 +171,8 @@ func (r *run) checkVersion(l Launcher, version, printed string) error {
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%s version %q cannot be compared with the tested range %s: %v", l.Binary(), version, rng, err)
 	}
-	r.res.Metadata["agent_version_check"] = map[string]any{"tested_range": rng.String(), "version": version, "in_range": ok}
+	r.res.Metadata["agent_version_check"] = map[string]any{"tested_range": rng.String(), "version": version, "in_range": ok,
+		"version_output_recognised": recognised}
 	if ok {
 		return nil
 	}

@@ -307,8 +307,10 @@ func fill(row *Row, res *result.Result) {
 	if res.Agent.Version != nil {
 		row.Version = *res.Agent.Version
 	}
+	recognised := true
 	if vc, ok := res.Metadata["agent_version_check"].(map[string]any); ok {
 		row.InRange, _ = vc["in_range"].(bool)
+		recognised, _ = vc["version_output_recognised"].(bool)
 	}
 	phase := ""
 	if res.Phase != nil {
@@ -330,6 +332,15 @@ func fill(row *Row, res *result.Result) {
 	}
 	if res.Failure != nil {
 		row.Status, row.ExitCode, row.Error = StatusFailed, result.ExitCode(res.Failure), res.Failure.Message
+	}
+	if !recognised {
+		// Checks run with --allow-untested-version, which lets this pass
+		// as degraded in a replay; the doctor says plainly what it is.
+		reasons, _ := res.Metadata["quality_reasons"].([]any)
+		row.Status, row.ExitCode, row.Error = StatusFailed, 11, fmt.Sprintf("not a supported %s: %v", row.Agent, firstReason(reasons))
+		return
+	}
+	if res.Failure != nil {
 		return
 	}
 	if !row.ContinueOK {
@@ -337,6 +348,13 @@ func fill(row *Row, res *result.Result) {
 		return
 	}
 	row.Status = StatusOK
+}
+
+func firstReason(rs []any) any {
+	if len(rs) == 0 {
+		return "its --version output is not that agent's"
+	}
+	return rs[0]
 }
 
 func untar(gz []byte, dst string) error {
