@@ -51,7 +51,7 @@ func (r *run) prepareContinue(ctx context.Context) error {
 		return fail(result.UnsupportedAgent, "continuing %s is not supported yet; use --replay-only to replay the prefix and rebuild its session", agent)
 	}
 	env := r.baseEnv()
-	entry, source, err := entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
+	entry, source, err := Entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
 	if err != nil {
 		return err
 	}

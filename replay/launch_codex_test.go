@@ -86,7 +86,7 @@ func TestEntrypoint(t *testing.T) {
 		{"not on PATH", "", t.TempDir(), "", "", "codex not found on PATH"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, src, err := entrypoint(tc.explicit, "codex", tc.path)
+			got, src, err := Entrypoint(tc.explicit, "codex", tc.path)
 			if got != tc.want || src != tc.source || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 				t.Errorf("got %q %q %v, want %q %q %q", got, src, err, tc.want, tc.source, tc.err)
 			}

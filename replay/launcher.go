@@ -124,9 +124,10 @@ var launchers = map[string]Launcher{
 	"pi":          piLauncher{},
 }
 
-// entrypoint resolves the CLI: --agent-entrypoint, or the launcher's binary on
-// PATH. It returns the absolute path and the launch source.
-func entrypoint(explicit, binary, path string) (string, string, error) {
+// Entrypoint resolves an agent CLI as a replay does: the explicit path
+// (--agent-entrypoint), or binary on the PATH value path. It returns the
+// absolute path and the launch source.
+func Entrypoint(explicit, binary, path string) (string, string, error) {
 	if explicit != "" {
 		abs, err := filepath.Abs(explicit)
 		if err != nil {

@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/netns"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
@@ -168,7 +169,7 @@ func ExitCode(rows []Row) int {
 func check(ctx context.Context, o Options, agent string, explicit bool) (row Row) {
 	rels := tested.Of(agent)
 	row = Row{Agent: agent, TestedRange: tested.RangeOf(agent).String()}
-	entry, err := findCLI(o.Entrypoint, rels[0].Binary, o.Path)
+	entry, _, err := replay.Entrypoint(o.Entrypoint, rels[0].Binary, o.Path)
 	if err != nil {
 		row.Status, row.Error = StatusNotFound, err.Error()
 		if explicit {
@@ -186,30 +187,6 @@ func check(ctx context.Context, o Options, agent string, explicit bool) (row Row
 	}
 	fill(&row, res)
 	return row
-}
-
-// findCLI is the explicit entrypoint, or the binary on path.
-func findCLI(explicit, binary, pathList string) (string, error) {
-	if explicit != "" {
-		abs, err := filepath.Abs(explicit)
-		if err != nil {
-			return "", err
-		}
-		if st, err := os.Stat(abs); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-			return "", fmt.Errorf("%s is not an executable file", explicit)
-		}
-		return abs, nil
-	}
-	for _, dir := range filepath.SplitList(pathList) {
-		if dir == "" || !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, binary)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s is not on PATH", binary)
 }
 
 // runCheck lays out the bundled session and runs `pvisor replay` on it in
