@@ -60,7 +60,7 @@ fuzz-smoke:
 # in loopback-only network namespaces; needs root.
 e2e:
 	bash testdata/e2e/install-clis.sh >/dev/null
-	$(GO) test -tags e2e -count=1 ./replay/e2e/
+	$(GO) test -tags e2e -count=1 -timeout 40m ./replay/e2e/
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
