@@ -85,7 +85,7 @@ func loadBatch(path string) (*batch.Spec, []error) {
 		defaults = *cfg.Replay
 		for key, set := range map[string]bool{"run_id": defaults.RunID != "", "output_dir": defaults.OutputDir != "", "state_dir": defaults.StateDir != ""} {
 			if set {
-				errs = append(errs, fmt.Errorf("%s: [replay] %s has no meaning in a batch (run ids are derived per run; directories come from [batch])", path, key))
+				errs = append(errs, fmt.Errorf("%s:%d: [replay] %s has no meaning in a batch (run ids are derived per run; directories come from [batch])", path, keyLine(data, "[replay]", key), key))
 			}
 		}
 	}
@@ -98,9 +98,9 @@ func loadBatch(path string) (*batch.Spec, []error) {
 		merged := defaults
 		for key := range raw.Runs[i] {
 			overrideKey(&merged, &e.replayTable, key)
-		}
-		if merged.RunID != "" || merged.OutputDir != "" || merged.StateDir != "" {
-			errs = append(errs, fmt.Errorf("%s: [[runs]] run_id, output_dir and state_dir have no meaning in a batch", pos))
+			if key == "run_id" || key == "output_dir" || key == "state_dir" {
+				errs = append(errs, fmt.Errorf("%s: [[runs]] %s has no meaning in a batch (run ids are derived per run; directories come from [batch])", pos, key))
+			}
 		}
 		trajs := e.Trajectories
 		if merged.Trajectory != "" {
@@ -153,6 +153,26 @@ func headerLines(data []byte, header string) []int {
 		}
 	}
 	return out
+}
+
+// keyLine is the line of key inside table (the table's own line if the key
+// is not found on a line of its own).
+func keyLine(data []byte, table, key string) int {
+	in, at := false, 0
+	for i, l := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "[") {
+			in = strings.HasPrefix(t, table)
+			if in {
+				at = i + 1
+			}
+			continue
+		}
+		if k, _, ok := strings.Cut(t, "="); in && ok && strings.TrimSpace(k) == key {
+			return i + 1
+		}
+	}
+	return at
 }
 
 func lineAt(lines []int, i int) int {
