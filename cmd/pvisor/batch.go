@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pvisor/pvisor/replay/batch"
+	"github.com/pvisor/pvisor/replay/batch/report"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -222,7 +223,39 @@ func cmdBatchChild(stdout, stderr io.Writer) int {
 }
 
 func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
-	return batchFail(stdout, stderr, fmt.Errorf("batch report is not built yet"))
+	fs := pflag.NewFlagSet("batch report", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	out := fs.String("out", "", "write report.json, report.md and report.html to `dir` (default: the first DIR)")
+	if err := fs.Parse(args); err != nil {
+		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", err))
+	}
+	if fs.NArg() == 0 {
+		return batchFail(stdout, stderr, fmt.Errorf("batch report needs at least one batch output DIR"))
+	}
+	rep, err := report.Build(fs.Args())
+	if err != nil {
+		return batchFail(stdout, stderr, err)
+	}
+	dir := *out
+	if dir == "" {
+		dir = fs.Arg(0)
+	}
+	res := result.New("batch-report", "")
+	res.OutputDir = &dir
+	if err := report.Write(rep, dir); err != nil {
+		res.Fail(result.WorkspaceError, fmt.Sprintf("write the report: %v", err))
+		stdout.Write(res.Line())
+		fmt.Fprintf(stderr, "pvisor batch report: %v\n", err)
+		return result.ExitCode(res.Failure)
+	}
+	for _, name := range []string{"report.json", "report.md", "report.html"} {
+		res.Artifacts = append(res.Artifacts, result.Artifact{Role: "batch_report", Format: report.SchemaVersion, Path: filepath.Join(dir, name)})
+	}
+	res.Metadata["batch_report"] = map[string]any{"runs": len(rep.Runs), "groups": len(rep.Groups)}
+	res.Quality = result.QualityVerified
+	fmt.Fprintf(stderr, "pvisor batch report: %d runs in %d groups: %s\n", len(rep.Runs), len(rep.Groups), filepath.Join(dir, "report.html"))
+	stdout.Write(res.Line())
+	return 0
 }
 
 func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {

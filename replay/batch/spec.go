@@ -111,7 +111,7 @@ func Expand(spec *Spec) ([]*Run, []error) {
 			for _, path := range matches {
 				n, err := steps.count(e.Request.Agent, path)
 				if err != nil {
-					errs = append(errs, fmt.Errorf("%s: %s: %v", where, path, err))
+					errs = append(errs, fmt.Errorf("%s: %s: %v", where, shown(base, path), err))
 					continue
 				}
 				chosen, err := e.Steps.resolve(n)
