@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -259,5 +258,82 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 }
 
 func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
-	return batchFail(stdout, stderr, fmt.Errorf("batch emit is not built yet: %s", strings.Join(args, " ")))
+	fs := pflag.NewFlagSet("batch emit", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	shards := fs.Int("shards", 0, "number of array tasks / pods `N` (default: [batch] shards)")
+	jobs := fs.Int("jobs", 0, "runs at a time per task (default: [batch] jobs, else 1)")
+	out := fs.String("out", "", "write the job to `file` ('-' prints it alone on stdout; default <output_dir>/.batch/slurm.sh or k8s-job.yaml)")
+	pvisor := fs.String("pvisor", "", "pvisor `path` on the nodes (default: this binary for slurm, \"pvisor\" for k8s)")
+	image := fs.String("image", "pvisor:latest", "container `image` with pvisor and the agent CLIs (k8s)")
+	claim := fs.String("claim", "pvisor-study", "PersistentVolumeClaim `name` holding the study dir, mounted at /study (k8s)")
+	if err := fs.Parse(args); err != nil {
+		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", err))
+	}
+	if fs.NArg() != 2 || (fs.Arg(0) != "slurm" && fs.Arg(0) != "k8s") {
+		return batchFail(stdout, stderr, fmt.Errorf("usage: pvisor batch emit slurm|k8s FILE.toml"))
+	}
+	kind := fs.Arg(0)
+	spec, errs := loadBatch(fs.Arg(1))
+	if spec != nil {
+		_, more := batch.Expand(spec)
+		errs = append(errs, more...)
+	}
+	if len(errs) > 0 {
+		return batchFail(stdout, stderr, fmt.Errorf("%d problem(s) in the batch file:\n%v", len(errs), joinErrors(errs)))
+	}
+	job := batch.ClusterJob{File: spec.File, Out: spec.OutputDir, Shards: *shards, Jobs: *jobs, Pvisor: *pvisor, Image: *image, Claim: *claim}
+	if job.Shards == 0 {
+		job.Shards = spec.Shards
+	}
+	if job.Jobs == 0 {
+		job.Jobs = max(spec.Jobs, 1)
+	}
+	if job.Shards < 1 {
+		return batchFail(stdout, stderr, fmt.Errorf("how many tasks? set [batch] shards in the file or pass --shards N"))
+	}
+	name := "slurm.sh"
+	switch {
+	case kind == "k8s":
+		name = "k8s-job.yaml"
+		if job.Pvisor == "" {
+			job.Pvisor = "pvisor"
+		}
+	case job.Pvisor == "":
+		self, err := os.Executable()
+		if err != nil {
+			return batchFail(stdout, stderr, fmt.Errorf("find this binary (pass --pvisor PATH): %v", err))
+		}
+		job.Pvisor = self
+	}
+	text := job.Slurm
+	if kind == "k8s" {
+		text = job.Kubernetes
+	}
+	if *out == "-" {
+		fmt.Fprint(stdout, text())
+		return 0
+	}
+	path := *out
+	if path == "" {
+		path = filepath.Join(spec.OutputDir, ".batch", name)
+	}
+	res := result.New(batchID(spec, batch.Shard{}), "")
+	err := os.MkdirAll(filepath.Dir(path), 0o755)
+	if err == nil {
+		err = os.WriteFile(path, []byte(text()), 0o644)
+	}
+	if err != nil {
+		res.Fail(result.WorkspaceError, fmt.Sprintf("write %s: %v", path, err))
+		stdout.Write(res.Line())
+		return result.ExitCode(res.Failure)
+	}
+	res.Quality = result.QualityVerified
+	res.Artifacts = append(res.Artifacts, result.Artifact{Role: "batch_" + kind + "_job", Format: name, Path: path})
+	stdout.Write(res.Line())
+	submit := "sbatch " + path
+	if kind == "k8s" {
+		submit = "kubectl apply -f " + path
+	}
+	fmt.Fprintf(stderr, "pvisor batch emit: wrote %s (%d tasks); submit with: %s\n", path, job.Shards, submit)
+	return 0
 }
