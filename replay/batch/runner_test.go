@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 		json.NewDecoder(os.Stdin).Decode(&req)
 		sig := make(chan os.Signal, 1)
 		signal.Notify(sig, syscall.SIGTERM)
+		fmt.Fprintln(os.Stderr, "ready")
 		select {
 		case <-sig:
 		case <-time.After(time.Minute):
@@ -121,7 +122,7 @@ func TestInterruptStopsRunsCleanlyAndResumeRedoesThem(t *testing.T) {
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), `"run_started"`) {
 				if started++; started == 2 {
-					time.Sleep(100 * time.Millisecond)
+					waitReady(t, layout, 2)
 					cancel()
 				}
 			}
@@ -164,6 +165,23 @@ func TestInterruptStopsRunsCleanlyAndResumeRedoesThem(t *testing.T) {
 			t.Errorf("%s: result %s (%v)", r.ID, rec.Result, err)
 		}
 	}
+}
+
+// waitReady waits until n fake children have their SIGTERM handler in place.
+func waitReady(t *testing.T, l Layout, n int) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		logs, _ := filepath.Glob(filepath.Join(filepath.Dir(l.log("x")), "*.log"))
+		ready := 0
+		for _, f := range logs {
+			if data, _ := os.ReadFile(f); bytes.Contains(data, []byte("ready")) {
+				ready++
+			}
+		}
+		if ready >= n {
+			return
+		}
+	}
+	t.Errorf("the fake children never became ready")
 }
 
 func TestUntarRefusesEntriesOutsideTheWorkspace(t *testing.T) {

@@ -111,16 +111,18 @@ type line struct {
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"}
 
+// Plot geometry; the legend, one entry per line, grows the plot downwards.
 const (
-	plotW, plotH                 = 460, 300
-	left, right, top, bottom     = 50, 20, 30, 110
-	innerW, innerH               = plotW - left - right, plotH - top - bottom
-	legendRow, legendPerRowWidth = 14, 215
+	plotW                = 520
+	left, right, top     = 50, 20, 30
+	innerW, innerH       = plotW - left - right, 200
+	legendTop, legendRow = top + innerH + 48, 14
 )
 
-func frame(b *bytes.Buffer, id, title, ylabel string) {
+func frame(b *bytes.Buffer, id, title, ylabel string, entries int) {
+	h := legendTop + entries*legendRow
 	fmt.Fprintf(b, `<svg id="%s" class="plot" xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`+"\n",
-		id, plotW, plotH, plotW, plotH, html.EscapeString(title))
+		id, plotW, h, plotW, h, html.EscapeString(title))
 	fmt.Fprintf(b, `<text x="%d" y="18" style="font-size:13px;font-weight:bold">%s</text>`+"\n", left, html.EscapeString(title))
 	for i := 0; i <= 4; i++ {
 		y := top + innerH - innerH*i/4
@@ -132,8 +134,7 @@ func frame(b *bytes.Buffer, id, title, ylabel string) {
 }
 
 func legend(b *bytes.Buffer, i int, name, color string, dashed bool) {
-	x := left + (i%2)*legendPerRowWidth
-	y := top + innerH + 36 + (i/2)*legendRow
+	x, y := left, legendTop-4+i*legendRow
 	dash := ""
 	if dashed {
 		dash = ` stroke-dasharray="5,3"`
@@ -144,7 +145,7 @@ func legend(b *bytes.Buffer, i int, name, color string, dashed bool) {
 
 // lineChart plots shares (0..1) against boundaries.
 func lineChart(b *bytes.Buffer, id, title, ylabel string, lines []line) {
-	frame(b, id, title, ylabel)
+	frame(b, id, title, ylabel, len(lines))
 	xs := map[int]bool{}
 	for _, l := range lines {
 		for _, p := range l.points {
@@ -190,7 +191,7 @@ func yOf(v float64) float64 { return float64(top) + float64(innerH)*(1-v) }
 // histChart shows, per series, the share of compared runs in each tenth of
 // text similarity.
 func histChart(b *bytes.Buffer, id, title string, ss []series) {
-	frame(b, id, title, "share of compared runs")
+	frame(b, id, title, "share of compared runs", len(ss))
 	bins := 10
 	slot := float64(innerW) / float64(bins)
 	for i := 0; i < bins; i++ {
