@@ -19,12 +19,9 @@ import (
 // [run], [overlayfs]) defaults for every run, and [[runs]] entries, each
 // of which may override any [replay] key.
 type batchFile struct {
-	Batch      *batchTable      `toml:"batch"`
-	Replay     *replayTable     `toml:"replay"`
-	Run        *runTable        `toml:"run"`
-	Overlayfs  *overlayfsTable  `toml:"overlayfs"`
-	Overlaynet *overlaynetTable `toml:"overlaynet"`
-	Runs       []runsEntry      `toml:"runs"`
+	replayFile
+	Batch *batchTable `toml:"batch"`
+	Runs  []runsEntry `toml:"runs"`
 }
 
 type batchTable struct {
@@ -115,7 +112,8 @@ func loadBatch(path string) (*batch.Spec, []error) {
 		}
 		ws := merged.Workspace
 		merged.Workspace, merged.Trajectory, merged.AfterStep = "", "", 0
-		f := replayFile{Replay: &merged, Run: cfg.Run, Overlayfs: cfg.Overlayfs, Overlaynet: cfg.Overlaynet}
+		f := cfg.replayFile
+		f.Replay = &merged
 		req, err := f.request(abs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: [[runs]] %v", pos, err))

@@ -46,12 +46,7 @@ func TestBatchStudyAllAgents(t *testing.T) {
 	if err := os.WriteFile(file, []byte(study.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pvisor := filepath.Join(work, "pvisor")
-	build := exec.Command("go", "build", "-o", pvisor, "./cmd/pvisor")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build pvisor: %v\n%s", err, out)
-	}
+	pvisor := buildPvisor(t, root, work)
 
 	enterLoopbackNetns(t)
 	run := func(args ...string) (stdout, stderr string) {
@@ -96,4 +91,17 @@ func TestBatchStudyAllAgents(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// buildPvisor builds the static binary into dir: batches run their replays
+// as child processes of it.
+func buildPvisor(t *testing.T, root, dir string) string {
+	t.Helper()
+	pvisor := filepath.Join(dir, "pvisor")
+	build := exec.Command("go", "build", "-o", pvisor, "./cmd/pvisor")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build pvisor: %v\n%s", err, out)
+	}
+	return pvisor
 }

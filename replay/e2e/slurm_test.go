@@ -23,12 +23,7 @@ import (
 func TestBatchOnSlurm(t *testing.T) {
 	root := projectRoot(t)
 	work := t.TempDir()
-	pvisor := filepath.Join(work, "pvisor")
-	build := exec.Command("go", "build", "-o", pvisor, "./cmd/pvisor")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build pvisor: %v\n%s", err, out)
-	}
+	pvisor := buildPvisor(t, root, work)
 	sessions := filepath.Join(root, "testdata", "e2e", "sessions")
 	study := filepath.Join(work, "study.toml")
 	os.WriteFile(study, []byte(fmt.Sprintf(`[batch]

@@ -65,13 +65,7 @@ svg text{font:11px sans-serif;fill:#333}
 	}
 	b.WriteString("<h2>Runs</h2>\n<table><tr><th>run</th><th>trajectory</th><th>after step</th><th>repeat</th><th>exit</th><th>tool names equal</th><th>text similarity</th></tr>\n")
 	for _, r := range rep.Runs {
-		names, sim := "–", "–"
-		if na := r.NextAction; na != nil {
-			names = fmt.Sprint(na.ToolNamesEqual)
-			if na.TextSimilarity != nil {
-				sim = fmt.Sprintf("%.2f", *na.TextSimilarity)
-			}
-		}
+		names, sim := nextActionCells(r)
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td></tr>\n",
 			html.EscapeString(r.RunID), html.EscapeString(r.Trajectory), r.AfterStep, r.Repeat, r.ExitCode, names, sim)
 	}

@@ -31,16 +31,22 @@ func Markdown(rep *Report) []byte {
 	}
 	b.WriteString("\n## Runs\n\n| run | trajectory | after step | repeat | exit | tool names equal | text similarity |\n|---|---|---:|---:|---:|---|---:|\n")
 	for _, r := range rep.Runs {
-		names, sim := "–", "–"
-		if na := r.NextAction; na != nil {
-			names = fmt.Sprint(na.ToolNamesEqual)
-			if na.TextSimilarity != nil {
-				sim = fmt.Sprintf("%.2f", *na.TextSimilarity)
-			}
-		}
+		names, sim := nextActionCells(r)
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %s |\n", r.RunID, r.Trajectory, r.AfterStep, r.Repeat, r.ExitCode, names, sim)
 	}
 	return b.Bytes()
+}
+
+// nextActionCells are a run's "tool names equal" and "text similarity".
+func nextActionCells(r Run) (names, sim string) {
+	names, sim = "–", "–"
+	if na := r.NextAction; na != nil {
+		names = fmt.Sprint(na.ToolNamesEqual)
+		if na.TextSimilarity != nil {
+			sim = fmt.Sprintf("%.2f", *na.TextSimilarity)
+		}
+	}
+	return names, sim
 }
 
 type failureCount struct {
