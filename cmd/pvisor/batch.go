@@ -154,7 +154,7 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 		return batchFail(stdout, stderr, fmt.Errorf("find the pvisor binary to run replays: %v", err))
 	}
 	opt := batch.Options{Jobs: o.jobs, Shard: shard, Exec: batch.Child{Path: self}, Stdout: stdout,
-		Progress: stderr, Live: isTerminal(stderr)}
+		Progress: stderr, Live: isTerminal(stderr), Workspaces: spec.Workspaces}
 	if opt.Jobs == 0 {
 		opt.Jobs = spec.Jobs
 	}

@@ -29,6 +29,8 @@ type batchTable struct {
 	StateDir  string `toml:"state_dir"`
 	Jobs      int    `toml:"jobs"`
 	Shards    int    `toml:"shards"`
+	// Workspaces: "copy" (default) or "overlay".
+	Workspaces string `toml:"workspaces"`
 }
 
 type runsEntry struct {
@@ -70,7 +72,13 @@ func loadBatch(path string) (*batch.Spec, []error) {
 		bt = &batchTable{}
 	}
 	rel := relativeTo(filepath.Dir(abs))
-	spec := &batch.Spec{File: abs, OutputDir: rel(bt.OutputDir), StateDir: rel(bt.StateDir), Jobs: bt.Jobs, Shards: bt.Shards}
+	spec := &batch.Spec{File: abs, OutputDir: rel(bt.OutputDir), StateDir: rel(bt.StateDir), Jobs: bt.Jobs, Shards: bt.Shards,
+		Workspaces: bt.Workspaces}
+	switch bt.Workspaces {
+	case "", batch.WorkspacesCopy, batch.WorkspacesOverlay:
+	default:
+		errs = append(errs, fmt.Errorf("%s:%d: [batch] workspaces = %q: use \"copy\" or \"overlay\"", path, keyLine(data, "[batch]", "workspaces"), bt.Workspaces))
+	}
 	if bt.OutputDir == "" {
 		errs = append(errs, fmt.Errorf("%s: [batch] output_dir is required (relative to the file)", path))
 	}

@@ -69,14 +69,14 @@ func ReadRecord(path string) (*Record, bool) {
 
 // Options control one `batch run`.
 type Options struct {
-	Jobs         int
-	Shard        Shard
-	Exec         Executor
-	Stdout       io.Writer // each run's result line, as it ends
-	Progress     io.Writer // human progress (stderr)
-	Live         bool      // Progress is a terminal: one redrawn line
-	Events       io.Writer // JSONL events for machines; nil for none
-	NoWorkspaces bool      // tests: never copy workspaces
+	Jobs       int
+	Shard      Shard
+	Exec       Executor
+	Stdout     io.Writer // each run's result line, as it ends
+	Progress   io.Writer // human progress (stderr)
+	Live       bool      // Progress is a terminal: one redrawn line
+	Events     io.Writer // JSONL events for machines; nil for none
+	Workspaces string    // WorkspacesCopy (default) or WorkspacesOverlay
 }
 
 // Summary counts what a batch did.
@@ -187,8 +187,12 @@ func runOne(ctx context.Context, r *Run, l Layout, opt Options) (*Record, []byte
 	res := (*result.Result)(nil)
 	var line []byte
 	err := cleanLeftovers(r.ID, l)
-	if err == nil && req.Workspace != "" && req.Mode != replay.PrepareOnly && !opt.NoWorkspaces {
-		// Prepare-only runs no tool, so it needs no copy of its own.
+	// Prepare-only runs no tool, so it needs no workspace of its own.
+	switch {
+	case err != nil || req.Workspace == "" || req.Mode == replay.PrepareOnly:
+	case opt.Workspaces == WorkspacesOverlay:
+		err = overlayWorkspace(&req, r.req.Workspace, l)
+	default:
 		req.Workspace = l.work(r.ID)
 		err = freshWorkspace(r.req.Workspace, req.Workspace)
 	}

@@ -29,7 +29,9 @@ type Spec struct {
 	StateDir  string // absolute; empty means <OutputDir>/.batch/state
 	Jobs      int    // 0 means the number of CPUs
 	Shards    int    // shard count for `emit` (0: 1)
-	Entries   []Entry
+	// Workspaces is WorkspacesCopy ("" too) or WorkspacesOverlay.
+	Workspaces string
+	Entries    []Entry
 }
 
 // Entry is one [[runs]] table.
@@ -84,6 +86,13 @@ func Expand(spec *Spec) ([]*Run, []error) {
 		if e.Workspace != "" {
 			if _, err := workspaceKind(e.Workspace); err != nil {
 				errs = append(errs, fmt.Errorf("%s: workspace: %v", where, err))
+			}
+		}
+		if spec.Workspaces == WorkspacesOverlay && e.Request.Overlay.Path != "" {
+			errs = append(errs, fmt.Errorf("%s: [overlayfs] path and [batch] workspaces = \"overlay\" both place the overlay: keep one", where))
+		} else if spec.Workspaces == WorkspacesOverlay && e.Workspace != "" && e.Request.Mode != replay.PrepareOnly {
+			if err := checkOverlay(e.Workspace, NewLayout(spec).State); err != nil {
+				errs = append(errs, fmt.Errorf("%s: workspaces = \"overlay\": %v (or set [batch] workspaces = \"copy\")", where, err))
 			}
 		}
 		if e.Repeats < 1 {
