@@ -10,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // workspaceKind says how a workspace source is copied: "dir", "tar" or
@@ -63,13 +66,22 @@ func freshWorkspace(src, dst string) error {
 	return nil
 }
 
-// untar extracts regular files, directories and symlinks; an entry that
-// would land outside dst is refused (the archive is input, not trusted).
+// untar extracts regular files, directories and symlinks with their
+// modification times (agents' tools sort by them: Claude Code's Glob lists
+// the newest first); an entry that would land outside dst is refused (the
+// archive is input, not trusted).
 func untar(r io.Reader, dst string) error {
 	tr := tar.NewReader(r)
+	var dirs []*tar.Header // their times are set last: filling a dir changes its mtime
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
+			for i := len(dirs) - 1; i >= 0; i-- {
+				path := filepath.Join(dst, filepath.Clean(filepath.FromSlash(dirs[i].Name)))
+				if err := os.Chtimes(path, dirs[i].AccessTime, dirs[i].ModTime); err != nil {
+					return err
+				}
+			}
 			return nil
 		}
 		if err != nil {
@@ -92,14 +104,20 @@ func untar(r io.Reader, dst string) error {
 			if err := os.MkdirAll(target, mode|0o700); err != nil {
 				return err
 			}
+			dirs = append(dirs, h)
 		case tar.TypeReg:
 			if err := writeFile(target, tr, mode); err != nil {
+				return err
+			}
+			if err := os.Chtimes(target, h.AccessTime, h.ModTime); err != nil {
 				return err
 			}
 		case tar.TypeSymlink:
 			if err := os.Symlink(h.Linkname, target); err != nil {
 				return err
 			}
+			mtime := unix.NsecToTimeval(h.ModTime.UnixNano())
+			unix.Lutimes(target, []unix.Timeval{mtime, mtime})
 		default:
 			// Devices, fifos and hard links have no place in a repository snapshot.
 			return fmt.Errorf("entry %q has unsupported type %q", h.Name, h.Typeflag)
@@ -119,9 +137,15 @@ func writeFile(path string, r io.Reader, mode fs.FileMode) error {
 	return f.Close()
 }
 
-// copyTree copies regular files, directories and symlinks (as links).
+// copyTree copies regular files, directories and symlinks (as links), with
+// the modification times of files and directories.
 func copyTree(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	type dirTime struct {
+		path string
+		t    time.Time
+	}
+	var dirs []dirTime
+	err := filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -136,6 +160,7 @@ func copyTree(src, dst string) error {
 		}
 		switch {
 		case d.IsDir():
+			dirs = append(dirs, dirTime{target, info.ModTime()})
 			return os.MkdirAll(target, info.Mode().Perm()|0o700)
 		case d.Type()&fs.ModeSymlink != 0:
 			link, err := os.Readlink(path)
@@ -149,8 +174,15 @@ func copyTree(src, dst string) error {
 				return err
 			}
 			defer f.Close()
-			return writeFile(target, f, info.Mode().Perm())
+			if err := writeFile(target, f, info.Mode().Perm()); err != nil {
+				return err
+			}
+			return os.Chtimes(target, info.ModTime(), info.ModTime())
 		}
 		return errors.New(path + ": not a regular file, directory or symlink")
 	})
+	for i := len(dirs) - 1; err == nil && i >= 0; i-- {
+		err = os.Chtimes(dirs[i].path, dirs[i].t, dirs[i].t)
+	}
+	return err
 }
