@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -33,6 +34,8 @@ the same file again skips what finished and redoes what was interrupted.
     [batch]
     output_dir = "out"
     jobs = 2
+    # workspaces = "overlay"   # root: a per-run upper over a shared lower, no copy
+    # shards = 4               # for 'emit' and JOB_COMPLETION_INDEX
 
     [replay]                   # defaults: any key of a replay --config [replay]
     upstream = "recorded"
@@ -53,9 +56,7 @@ Flags of run:
 
 func cmdBatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, batchUsage)
-		batchRunFlags(&batchRunOpts{}).SetOutput(stderr)
-		batchRunFlags(&batchRunOpts{}).PrintDefaults()
+		batchHelp(batchRunFlags(&batchRunOpts{}), stderr)
 		if len(args) == 0 {
 			return batchFail(stdout, stderr, fmt.Errorf("missing subcommand: run, report or emit"))
 		}
@@ -70,6 +71,14 @@ func cmdBatch(args []string, stdout, stderr io.Writer) int {
 		return cmdBatchEmit(args[1:], stdout, stderr)
 	}
 	return batchFail(stdout, stderr, fmt.Errorf("unknown subcommand %q: use run, report or emit (see 'pvisor batch --help')", args[0]))
+}
+
+// batchHelp prints the usage and the subcommand's flags.
+func batchHelp(fs *pflag.FlagSet, stderr io.Writer) int {
+	fmt.Fprint(stderr, strings.Replace(batchUsage, "Flags of run:", "Flags of "+fs.Name()+":", 1))
+	fs.SetOutput(stderr)
+	fs.PrintDefaults()
+	return 0
 }
 
 // batchFail ends a batch command that could not start: the v3 line on
@@ -104,7 +113,9 @@ func batchRunFlags(o *batchRunOpts) *pflag.FlagSet {
 func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 	var o batchRunOpts
 	fs := batchRunFlags(&o)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); err == pflag.ErrHelp {
+		return batchHelp(fs, stderr)
+	} else if err != nil {
 		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", err))
 	}
 	if fs.NArg() != 1 {
@@ -225,7 +236,9 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("batch report", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	out := fs.String("out", "", "write report.json, report.md and report.html to `dir` (default: the first DIR)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); err == pflag.ErrHelp {
+		return batchHelp(fs, stderr)
+	} else if err != nil {
 		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", err))
 	}
 	if fs.NArg() == 0 {
@@ -266,7 +279,9 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 	pvisor := fs.String("pvisor", "", "pvisor `path` on the nodes (default: this binary for slurm, \"pvisor\" for k8s)")
 	image := fs.String("image", "pvisor:latest", "container `image` with pvisor and the agent CLIs (k8s)")
 	claim := fs.String("claim", "pvisor-study", "PersistentVolumeClaim `name` holding the study dir, mounted at /study (k8s)")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); err == pflag.ErrHelp {
+		return batchHelp(fs, stderr)
+	} else if err != nil {
 		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", err))
 	}
 	if fs.NArg() != 2 || (fs.Arg(0) != "slurm" && fs.Arg(0) != "k8s") {
