@@ -82,7 +82,8 @@ type Options struct {
 // Summary counts what a batch did.
 type Summary struct {
 	Total, Skipped, Ran, Failed, Interrupted int
-	FirstFailure                             *Record
+	FirstFailure                             *Record // in expansion order
+	firstFailure                             int     // its index
 }
 
 // Execute runs this shard's share of runs. Runs with a record are skipped;
@@ -138,8 +139,8 @@ func Execute(ctx context.Context, runs []*Run, layout Layout, opt Options) (*Sum
 					sum.Ran++
 					if rec.ExitCode != 0 {
 						sum.Failed++
-						if sum.FirstFailure == nil || r.Index < firstIndex(runs, sum.FirstFailure.RunID) {
-							sum.FirstFailure = rec
+						if sum.FirstFailure == nil || r.Index < sum.firstFailure {
+							sum.FirstFailure, sum.firstFailure = rec, r.Index
 						}
 					}
 				}
@@ -166,15 +167,6 @@ feed:
 	ev.emit(map[string]any{"event": "batch_finished", "ran": sum.Ran, "failed": sum.Failed,
 		"skipped": sum.Skipped, "interrupted": sum.Interrupted})
 	return sum, ev.err
-}
-
-func firstIndex(runs []*Run, id string) int {
-	for _, r := range runs {
-		if r.ID == id {
-			return r.Index
-		}
-	}
-	return len(runs)
 }
 
 // runOne runs r from scratch and records it unless it was interrupted.
