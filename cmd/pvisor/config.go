@@ -73,22 +73,23 @@ func loadReplayConfig(path string) (*replay.Request, error) {
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return req, tomlError(path, err)
+		return req, tomlError(path, err, replayTables)
 	}
 	if cfg.Replay == nil {
 		return req, fmt.Errorf("%s: missing [replay] table (it needs agent, trajectory and after_step)", path)
 	}
+	return cfg.request(path)
+}
+
+// request turns the tables into a request; relative paths are resolved
+// against the directory of path, the file they were read from.
+func (cfg *replayFile) request(path string) (*replay.Request, error) {
+	req := &replay.Request{}
 	r := cfg.Replay
 	if r.PrepareOnly && r.ReplayOnly {
 		return req, fmt.Errorf("%s: prepare_only and replay_only are mutually exclusive", path)
 	}
-	base := filepath.Dir(path)
-	rel := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(base, p)
-	}
+	rel := relativeTo(filepath.Dir(path))
 	*req = replay.Request{
 		Agent: r.Agent, Trajectory: rel(r.Trajectory), AfterStep: r.AfterStep, MaxSteps: r.MaxSteps,
 		AllowStaleObservations: r.AllowStaleObservations, BoundaryUserPrompt: r.BoundaryUserPrompt,
@@ -117,8 +118,22 @@ func loadReplayConfig(path string) (*replay.Request, error) {
 	return req, nil
 }
 
+// relativeTo resolves relative paths of a config against its directory, so
+// a config works from any directory.
+func relativeTo(base string) func(string) string {
+	return func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+}
+
+const replayTables = "[replay], [run], [overlayfs], [overlaynet]; see 'pvisor replay --help'"
+
 // tomlError names the file, line and key of a TOML problem.
-func tomlError(path string, err error) error {
+// allowed names the tables the file may hold, for the message.
+func tomlError(path string, err error, allowed string) error {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
 		var msgs []string
@@ -126,7 +141,7 @@ func tomlError(path string, err error) error {
 			row, _ := e.Position()
 			msgs = append(msgs, fmt.Sprintf("%s:%d: unknown key %q", path, row, strings.Join(e.Key(), ".")))
 		}
-		return fmt.Errorf("%s (allowed tables: [replay], [run], [overlayfs], [overlaynet]; see 'pvisor replay --help')", strings.Join(msgs, "; "))
+		return fmt.Errorf("%s (allowed tables: %s)", strings.Join(msgs, "; "), allowed)
 	}
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
