@@ -11,6 +11,7 @@ import (
 
 	"github.com/pvisor/pvisor/overlay"
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/workspace"
 )
 
 // Workspace strategies: a private copy per run, or one shared read-only
@@ -26,7 +27,7 @@ const (
 // batch runs, so for it the machine is checked with the tarball's
 // directory and a layout that lies inside nothing.
 func checkOverlay(src, stateRoot string) error {
-	kind, err := workspaceKind(src)
+	kind, err := workspace.Kind(src)
 	if err != nil {
 		return nil // reported as a workspace problem
 	}
@@ -54,7 +55,7 @@ func overlayWorkspace(req *replay.Request, src string, l Layout) error {
 // sharedLower is src itself for a directory; a tarball is unpacked once per
 // output dir (atomically, so shards sharing the dir can race for it).
 func sharedLower(src string, l Layout) (string, error) {
-	kind, err := workspaceKind(src)
+	kind, err := workspace.Kind(src)
 	if err != nil || kind == "dir" {
 		return src, err
 	}
@@ -74,7 +75,7 @@ func sharedLower(src string, l Layout) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := freshWorkspace(src, tmp); err != nil {
+	if err := workspace.Fresh(src, tmp); err != nil {
 		os.RemoveAll(tmp)
 		return "", err
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/workspace"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -186,7 +187,7 @@ func runOne(ctx context.Context, r *Run, l Layout, opt Options) (*Record, []byte
 		err = overlayWorkspace(&req, r.req.Workspace, l)
 	default:
 		req.Workspace = l.work(r.ID)
-		err = freshWorkspace(r.req.Workspace, req.Workspace)
+		err = workspace.Fresh(r.req.Workspace, req.Workspace)
 	}
 	if err != nil {
 		res = result.New(r.ID, r.Agent)

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/workspace"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
@@ -84,7 +85,7 @@ func Expand(spec *Spec) ([]*Run, []error) {
 			continue
 		}
 		if e.Workspace != "" {
-			if _, err := workspaceKind(e.Workspace); err != nil {
+			if _, err := workspace.Kind(e.Workspace); err != nil {
 				errs = append(errs, fmt.Errorf("%s: workspace: %v", where, err))
 			}
 		}

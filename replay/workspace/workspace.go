@@ -1,4 +1,8 @@
-package batch
+// Package workspace makes fresh copies of a repository for a run: from a
+// directory or a .tar/.tar.gz, keeping modification times (agents' tools sort
+// by them), and never writing outside the destination however the archive
+// is built.
+package workspace
 
 import (
 	"archive/tar"
@@ -15,9 +19,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// workspaceKind says how a workspace source is copied: "dir", "tar" or
-// "tar.gz" (by name: .tar.gz/.tgz, .tar).
-func workspaceKind(src string) (string, error) {
+// Kind says how a workspace source is copied: "dir", "tar" or "tar.gz" (by
+// name: .tar.gz/.tgz, .tar).
+func Kind(src string) (string, error) {
 	st, err := os.Stat(src)
 	if err != nil {
 		return "", fmt.Errorf("%v (give a directory or a .tar/.tar.gz of the repository)", err)
@@ -33,10 +37,10 @@ func workspaceKind(src string) (string, error) {
 	return "", fmt.Errorf("%s is neither a directory nor a .tar/.tar.gz/.tgz file", src)
 }
 
-// freshWorkspace makes dst a private copy of src, so every run starts from
-// the same files whatever earlier runs did to theirs.
-func freshWorkspace(src, dst string) error {
-	kind, err := workspaceKind(src)
+// Fresh makes dst a private copy of src, so every run starts from the same
+// files whatever earlier runs did to theirs.
+func Fresh(src, dst string) error {
+	kind, err := Kind(src)
 	if err != nil {
 		return err
 	}
@@ -60,17 +64,18 @@ func freshWorkspace(src, dst string) error {
 		defer gz.Close()
 		r = gz
 	}
-	if err := untar(r, dst); err != nil {
+	if err := Untar(r, dst); err != nil {
 		return fmt.Errorf("unpack %s: %v", src, err)
 	}
 	return nil
 }
 
-// untar extracts regular files, directories and symlinks with their
+// Untar extracts regular files, directories and symlinks with their
 // modification times (agents' tools sort by them: Claude Code's Glob lists
-// the newest first); an entry that would land outside dst is refused (the
-// archive is input, not trusted).
-func untar(r io.Reader, dst string) error {
+// the newest first). The archive is input, not trusted: an entry whose name
+// leaves dst, or whose path goes through a symlink the archive made, is
+// refused, so nothing is written outside dst.
+func Untar(r io.Reader, dst string) error {
 	tr := tar.NewReader(r)
 	var dirs []*tar.Header // their times are set last: filling a dir changes its mtime
 	for {
@@ -95,6 +100,9 @@ func untar(r io.Reader, dst string) error {
 			return fmt.Errorf("entry %q points outside the workspace", h.Name)
 		}
 		target := filepath.Join(dst, name)
+		if err := noSymlinkBelow(dst, filepath.Dir(name)); err != nil {
+			return fmt.Errorf("entry %q: %v", h.Name, err)
+		}
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return err
 		}
@@ -123,6 +131,29 @@ func untar(r io.Reader, dst string) error {
 			return fmt.Errorf("entry %q has unsupported type %q", h.Name, h.Typeflag)
 		}
 	}
+}
+
+// noSymlinkBelow fails when a component of rel (a clean relative directory)
+// under dst is a symlink: writing through it could land anywhere.
+func noSymlinkBelow(dst, rel string) error {
+	if rel == "." {
+		return nil
+	}
+	sub := ""
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		sub = filepath.Join(sub, c)
+		st, err := os.Lstat(filepath.Join(dst, sub))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			return fmt.Errorf("goes through the symlink %s the archive made", sub)
+		}
+	}
+	return nil
 }
 
 func writeFile(path string, r io.Reader, mode fs.FileMode) error {
