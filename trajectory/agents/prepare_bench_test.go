@@ -18,7 +18,9 @@ import (
 // is the figure to keep low (target ≤ 4), and the child's peak RSS is
 // reported (target ≤ 48 MB). PVISOR_BENCH_1GB=1 also prepares a ~1 GB file
 // once per agent and reports its peak RSS, which must equal the 100 MB one's
-// (memory flat in file size); generating it takes a minute or more.
+// (memory flat in file size); generating it takes a minute or more. On a
+// shared machine wall times swing with the load; the CPU-time ratio (user +
+// system of each child) is steadier, but hides what runs in parallel.
 func BenchmarkPrepareOnly(b *testing.B) {
 	bin := buildPvisor(b)
 	for _, tc := range []struct {
@@ -33,28 +35,29 @@ func BenchmarkPrepareOnly(b *testing.B) {
 	} {
 		b.Run(tc.agent, func(b *testing.B) {
 			path := tc.gen(b, tc.src, bigTarget)
-			var wc, pv []time.Duration
+			var wc, pv, wcCPU, pvCPU []time.Duration
 			var rss int64
 			for b.Loop() {
-				d, _ := runChild(b, "wc", "-l", path)
-				wc = append(wc, d)
-				d, r := runChild(b, bin, prepareArgs(b, tc.agent, path)...)
-				pv = append(pv, d)
-				rss = max(rss, r)
+				c := runChild(b, "wc", "-l", path)
+				wc, wcCPU = append(wc, c.wall), append(wcCPU, c.cpu)
+				c = runChild(b, bin, prepareArgs(b, tc.agent, path)...)
+				pv, pvCPU = append(pv, c.wall), append(pvCPU, c.cpu)
+				rss = max(rss, c.rssKiB)
 			}
 			mw, mp := median(wc), median(pv)
 			b.ReportMetric(float64(mw.Microseconds())/1e3, "wc-ms")
 			b.ReportMetric(float64(mp.Microseconds())/1e3, "prepare-ms")
 			b.ReportMetric(mp.Seconds()/mw.Seconds(), "ratio-vs-wc")
+			b.ReportMetric(median(pvCPU).Seconds()/median(wcCPU).Seconds(), "cpu-ratio-vs-wc")
 			b.ReportMetric(float64(rss)/1024, "peak-rss-MB")
 			if os.Getenv("PVISOR_BENCH_1GB") == "" {
 				return
 			}
 			big := tc.gen(b, tc.src, 10*bigTarget)
-			_, r := runChild(b, bin, prepareArgs(b, tc.agent, big)...)
+			c := runChild(b, bin, prepareArgs(b, tc.agent, big)...)
 			os.RemoveAll(filepath.Dir(big))
-			b.ReportMetric(float64(r)/1024, "peak-rss-1GB-MB")
-			b.ReportMetric(float64(r)/float64(rss), "rss-1GB-vs-100MB")
+			b.ReportMetric(float64(c.rssKiB)/1024, "peak-rss-1GB-MB")
+			b.ReportMetric(float64(c.rssKiB)/float64(rss), "rss-1GB-vs-100MB")
 		})
 	}
 }
@@ -76,17 +79,23 @@ func prepareArgs(b *testing.B, agent, path string) []string {
 		"--state-dir", filepath.Join(dir, "state"), "--output-dir", filepath.Join(dir, "out"), "--run-id", "bench"}
 }
 
-// runChild runs a process to completion and returns its wall time and peak
-// RSS in KiB.
-func runChild(b *testing.B, name string, args ...string) (time.Duration, int64) {
+type childCost struct {
+	wall, cpu time.Duration
+	rssKiB    int64
+}
+
+// runChild runs a process to completion and returns its wall time, CPU time
+// and peak RSS.
+func runChild(b *testing.B, name string, args ...string) childCost {
 	cmd := exec.Command(name, args...)
 	start := time.Now()
 	out, err := cmd.Output()
-	d := time.Since(start)
+	wall := time.Since(start)
 	if err != nil {
 		b.Fatalf("%s: %v\n%s", name, err, out)
 	}
-	return d, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	ps := cmd.ProcessState
+	return childCost{wall, ps.UserTime() + ps.SystemTime(), ps.SysUsage().(*syscall.Rusage).Maxrss}
 }
 
 func median(d []time.Duration) time.Duration {
