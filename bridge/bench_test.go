@@ -142,19 +142,7 @@ func BenchmarkStreamThroughput(b *testing.B) {
 		{"writes-32KiB", 32 << 10},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			ev := append([]byte("event: content_block_delta\ndata: "), bytes.Repeat([]byte("x"), tc.chunk-36)...)
-			ev = append(ev, "\n\n"...)
-			bp := newBenchPair(b, Anthropic, func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "text/event-stream")
-				rc := http.NewResponseController(w)
-				for sent := 0; sent < total; sent += len(ev) {
-					if _, err := w.Write(ev); err != nil {
-						return
-					}
-					_ = rc.Flush()
-				}
-			})
+			bp := newBenchPair(b, Anthropic, streamer(nil, sseEvent(tc.chunk), total, 0))
 			body := requestBody(Anthropic, true)
 			buf := make([]byte, 32<<10)
 			var direct, bridged, cpuDirect, cpuBridged time.Duration
@@ -207,24 +195,7 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 		{"paced", 20 << 10, 1 << 10, time.Millisecond, "ttfb"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			ev := append([]byte("event: content_block_delta\ndata: "), bytes.Repeat([]byte("x"), tc.chunk-36)...)
-			ev = append(ev, "\n\n"...)
-			bp := newBenchPair(b, Anthropic, func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				w.Header().Set("Content-Type", "text/event-stream")
-				rc := http.NewResponseController(w)
-				_, _ = w.Write(first)
-				_ = rc.Flush()
-				for sent := len(first); sent < tc.total; sent += len(ev) {
-					if tc.pause > 0 {
-						time.Sleep(tc.pause)
-					}
-					if _, err := w.Write(ev); err != nil {
-						return
-					}
-					_ = rc.Flush()
-				}
-			})
+			bp := newBenchPair(b, Anthropic, streamer(first, sseEvent(tc.chunk), tc.total, tc.pause))
 			for _, c := range []*http.Client{bp.dc, bp.bc} {
 				c.Transport.(*http.Transport).MaxIdleConnsPerHost = streams
 			}
@@ -276,5 +247,34 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 			b.ReportMetric(float64(brp.Microseconds()), "bridge-ttfb-p50-µs")
 			b.ReportMetric(float64((brp - dp).Microseconds()), "added-ttfb-p50-µs")
 		})
+	}
+}
+
+// sseEvent is one content_block_delta event of size bytes.
+func sseEvent(size int) []byte {
+	ev := append([]byte("event: content_block_delta\ndata: "), bytes.Repeat([]byte("x"), size-36)...)
+	return append(ev, "\n\n"...)
+}
+
+// streamer is an upstream that sends first, then ev until total bytes are
+// out, flushing each write and waiting pause before each ev.
+func streamer(first, ev []byte, total int, pause time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		if first != nil {
+			_, _ = w.Write(first)
+			_ = rc.Flush()
+		}
+		for sent := len(first); sent < total; sent += len(ev) {
+			if pause > 0 {
+				time.Sleep(pause)
+			}
+			if _, err := w.Write(ev); err != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
 	}
 }

@@ -74,26 +74,24 @@ func bigCodex(tb testing.TB, src string, size int64) string {
 
 // bigPi repeats a Pi session's entries after its one header line.
 func bigPi(tb testing.TB, src string, size int64) string {
-	return bigFile(tb, "pi", src, size, func(w *bufio.Writer, lines []string, k int, _ string) string {
-		for i, l := range lines {
-			if l == "" || (k > 0 && i == 0) {
-				continue
-			}
-			w.WriteString(l)
-			w.WriteByte('\n')
-		}
-		return ""
-	})
+	return bigRepeat(tb, "pi", src, size, true)
 }
 
 // bigOpenCode repeats an OpenCode run-event stream.
 func bigOpenCode(tb testing.TB, src string, size int64) string {
-	return bigFile(tb, "opencode", src, size, func(w *bufio.Writer, lines []string, _ int, _ string) string {
-		for _, l := range lines {
-			if l != "" {
-				w.WriteString(l)
-				w.WriteByte('\n')
+	return bigRepeat(tb, "opencode", src, size, false)
+}
+
+// bigRepeat repeats a file's lines unchanged, its first line only once when
+// it is a header.
+func bigRepeat(tb testing.TB, name, src string, size int64, header bool) string {
+	return bigFile(tb, name, src, size, func(w *bufio.Writer, lines []string, k int, _ string) string {
+		for i, l := range lines {
+			if l == "" || (header && k > 0 && i == 0) {
+				continue
 			}
+			w.WriteString(l)
+			w.WriteByte('\n')
 		}
 		return ""
 	})
