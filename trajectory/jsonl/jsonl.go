@@ -166,27 +166,33 @@ func (r *Reader) fill(buf []byte) *batch {
 	b := &batch{}
 	data := append(buf[:0], r.carry...)
 	r.carry = r.carry[:0]
+	if cap(data) < r.batchBytes {
+		data = slices.Grow(data, r.batchBytes-len(data))
+	}
+	// Fill the buffer, then cut it after its last newline; only a line longer
+	// than the buffer makes it grow, so a batch's memory stays batchBytes.
 	scanned := 0 // data[:scanned] was searched for newlines
 	cut := -1    // just past the last newline in data
 	for !r.srcDone {
+		if len(data) < cap(data) {
+			n, err := r.src.Read(data[len(data):cap(data)])
+			data = data[:len(data)+n]
+			switch {
+			case errors.Is(err, io.EOF):
+				r.srcDone = true
+			case err != nil:
+				r.srcDone, r.srcErr = true, err
+			}
+			continue
+		}
 		if i := bytes.LastIndexByte(data[scanned:], '\n'); i >= 0 {
 			cut = scanned + i + 1
 		}
 		scanned = len(data)
-		if cut >= r.batchBytes || len(data)-max(cut, 0) > MaxLineBytes {
+		if cut >= 0 || len(data) > MaxLineBytes {
 			break
 		}
-		if cap(data)-len(data) < 64<<10 {
-			data = slices.Grow(data, max(r.batchBytes, len(data)))
-		}
-		n, err := r.src.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		switch {
-		case errors.Is(err, io.EOF):
-			r.srcDone = true
-		case err != nil:
-			r.srcDone, r.srcErr = true, err
-		}
+		data = slices.Grow(data, len(data))
 	}
 	if i := bytes.LastIndexByte(data[scanned:], '\n'); i >= 0 {
 		cut = scanned + i + 1
