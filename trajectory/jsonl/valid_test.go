@@ -27,7 +27,8 @@ func TestValidAgreesWithEncodingJSON(t *testing.T) {
 		// elsewhere on the line (the two string scanners).
 		`{"a":"x\"y"}`, `{"a":"\\"}`, `{"a":"\\\""}`, `{"a":"\\\"}`, `{"a":"\u00"}`, `{"a":"\u00"1"}`, `{"a":"\"`, `{"a":"\`,
 		`{"a":"\"\"\"","b":"\\"}`, `{"a":"ab\"cd\"ef"}`, "{\"a\":\"x\\\"y\"}\t", "\t{\"a\":\"\\\\\"}",
-		`{"a":"\q"}`, `{"a":"é\"é"}`,
+		`{"a":"\q"}`, `{"a":"é\"é"}`, `{"a":"0123456789abcdef0123456789abcdef0123\"45\\"}`,
+		`{"a":"0123456789abcdef0123456789abcdef0123\u00e9\"`, `{"0123456\"":"01234567\\89abcdef0123456789abcdef\/"}`,
 	}
 	for _, c := range cases {
 		if got, want := valid([]byte(c)), reference([]byte(c)); got != want {
