@@ -21,6 +21,8 @@ import (
 // (memory flat in file size); generating it takes a minute or more. On a
 // shared machine wall times swing with the load; the CPU-time ratio (user +
 // system of each child) is steadier, but hides what runs in parallel.
+// PVISOR_BENCH_BASELINE_BIN=/path/to/an/older/pvisor runs that binary in the
+// same loop too and reports the new one's wall time over it.
 func BenchmarkPrepareOnly(b *testing.B) {
 	bin := buildPvisor(b)
 	for _, tc := range []struct {
@@ -35,14 +37,23 @@ func BenchmarkPrepareOnly(b *testing.B) {
 	} {
 		b.Run(tc.agent, func(b *testing.B) {
 			path := tc.gen(b, tc.src, bigTarget)
-			var wc, pv, wcCPU, pvCPU []time.Duration
-			var rss int64
+			var wc, pv, wcCPU, pvCPU, old []time.Duration
+			var rss, oldRSS int64
+			oldBin := os.Getenv("PVISOR_BENCH_BASELINE_BIN")
 			for b.Loop() {
 				c := runChild(b, "wc", "-l", path)
 				wc, wcCPU = append(wc, c.wall), append(wcCPU, c.cpu)
 				c = runChild(b, bin, prepareArgs(b, tc.agent, path)...)
 				pv, pvCPU = append(pv, c.wall), append(pvCPU, c.cpu)
 				rss = max(rss, c.rssKiB)
+				if oldBin != "" {
+					c = runChild(b, oldBin, prepareArgs(b, tc.agent, path)...)
+					old, oldRSS = append(old, c.wall), max(oldRSS, c.rssKiB)
+				}
+			}
+			if oldBin != "" {
+				b.ReportMetric(median(pv).Seconds()/median(old).Seconds(), "ratio-vs-baseline-bin")
+				b.ReportMetric(float64(oldRSS)/1024, "baseline-bin-peak-rss-MB")
 			}
 			mw, mp := median(wc), median(pv)
 			b.ReportMetric(float64(mw.Microseconds())/1e3, "wc-ms")
