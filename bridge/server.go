@@ -108,10 +108,11 @@ func Start(opts Options) (*Server, error) {
 		MaxHeaderBytes:    1 << 20,
 		// No WriteTimeout: it would cut long streams. No ReadTimeout either; bodies
 		// are capped and the client is local.
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnContext: withConn,
 	}
 	go func() {
-		err := s.srv.Serve(ln)
+		err := s.srv.Serve(coalescingListener{ln})
 		if !errors.Is(err, http.ErrServerClosed) {
 			s.serr = err
 		}
@@ -389,7 +390,7 @@ func (s *Server) forward(ctx context.Context, w *statusWriter, req *Request, ex 
 	var readErr error
 	writeErr := flushHeaders(w)
 	if writeErr == nil {
-		rec.ResponseBytes, readErr, writeErr = relay(w, res.Body)
+		rec.ResponseBytes, readErr, writeErr = relay(w, res.Body, connOf(ctx))
 	}
 	switch {
 	case writeErr != nil || (readErr != nil && ctx.Err() != nil):

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
@@ -128,15 +129,17 @@ func BuildPlan(req *Request) (*Plan, error) {
 	}
 	// One pass: the decoder reads through a hashing tee; whatever it did not
 	// read (it stops at a torn tail or an error) is hashed afterwards.
-	hr := &hashingReader{r: io.NewSectionReader(f, 0, size), h: sha256.New()}
+	hr := newHashingReader(io.NewSectionReader(f, 0, size))
+	defer hr.stop()
 	t, err := format.Decode(hr, opts)
 	if err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}
-	if _, err := io.Copy(hr.h, io.NewSectionReader(f, hr.n, size-hr.n)); err != nil {
+	digest, err := hr.finish(io.NewSectionReader(f, hr.n, size-hr.n))
+	if err != nil {
 		return nil, fail(result.TrajectoryError, "trajectory %s: %v", req.Trajectory, err)
 	}
-	sum := hex.EncodeToString(hr.h.Sum(nil))
+	sum := hex.EncodeToString(digest)
 	if err := trajectory.CheckBoundary(t, req.AfterStep); err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}
@@ -173,17 +176,57 @@ func BuildPlan(req *Request) (*Plan, error) {
 	return p, nil
 }
 
+// hashingReader hashes what the decoder reads, in order, on another core:
+// SHA-256 of a large file costs about as much as decoding it. Each read is
+// copied into one of two buffers that the hasher goroutine owns until it has
+// hashed it, so the decoder may reuse its own buffer at once.
 type hashingReader struct {
-	r io.Reader
-	h hash.Hash
-	n int64
+	r    io.Reader
+	h    hash.Hash
+	n    int64
+	work chan []byte
+	free chan []byte
+	done chan struct{}
+	once sync.Once
+}
+
+func newHashingReader(r io.Reader) *hashingReader {
+	hr := &hashingReader{r: r, h: sha256.New(), work: make(chan []byte, 2), free: make(chan []byte, 2), done: make(chan struct{})}
+	hr.free <- nil
+	hr.free <- nil
+	go func() {
+		defer close(hr.done)
+		for b := range hr.work {
+			hr.h.Write(b)
+			hr.free <- b[:0]
+		}
+	}()
+	return hr
 }
 
 func (hr *hashingReader) Read(p []byte) (int, error) {
 	n, err := hr.r.Read(p)
-	hr.h.Write(p[:n])
-	hr.n += int64(n)
+	if n > 0 {
+		hr.n += int64(n)
+		hr.work <- append(<-hr.free, p[:n]...)
+	}
 	return n, err
+}
+
+// stop ends the hasher goroutine once everything handed to it is hashed.
+func (hr *hashingReader) stop() {
+	hr.once.Do(func() { close(hr.work) })
+	<-hr.done
+}
+
+// finish hashes rest, what the decoder did not read (it stops at a torn tail
+// or an error), and returns the digest of the whole file.
+func (hr *hashingReader) finish(rest io.Reader) ([]byte, error) {
+	hr.stop()
+	if _, err := io.Copy(hr.h, rest); err != nil {
+		return nil, err
+	}
+	return hr.h.Sum(nil), nil
 }
 
 func decodeFailure(path string, err error) error {
