@@ -44,9 +44,9 @@ type proc struct {
 	start  time.Time
 	// statusFile is the isolated init's status pipe (nil without Isolation).
 	statusFile *os.File
-	end    time.Time
-	code   int            // exit code, 128+sig when killed; -1 before exit
-	sig    syscall.Signal // terminating signal, if any
+	end        time.Time
+	code       int            // exit code, 128+sig when killed; -1 before exit
+	sig        syscall.Signal // terminating signal, if any
 }
 
 // startProc starts spec with Setpgid (or Setsid for a tty), stdin from
