@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,6 +62,7 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	}
 	sess, err := rp.NewToolSession(trajectory.ToolEnv{
 		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Version: p.Trajectory.Version, Env: r.toolEnv(), LogDir: logDir,
+		Isolation: r.isolation(),
 	})
 	if err != nil {
 		return fail(result.ExecutorError, "starting the %s tool session: %v", p.Format.Agent(), err)
@@ -238,45 +238,4 @@ func (r *run) workspace() (string, error) {
 		return "", fail(result.WorkspaceError, "workspace %s is not a directory", abs)
 	}
 	return abs, nil
-}
-
-// secretMarkers are substrings of variable names never handed to tools
-// unless the user passes them by name.
-var secretMarkers = []string{"API_KEY", "TOKEN", "SECRET", "AUTHORIZATION", "PASSWORD"}
-
-// toolEnv is the environment re-run tools see: with --inherit-env this
-// process's environment minus credentials, otherwise a small fixed base;
-// --pass-env names are added from this process either way.
-func (r *run) toolEnv() []string {
-	var env []string
-	if r.req.Run.InheritEnv {
-		for _, kv := range os.Environ() {
-			name, _, _ := strings.Cut(kv, "=")
-			if !isSecretName(name) {
-				env = append(env, kv)
-			}
-		}
-	} else {
-		for _, name := range []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL"} {
-			if v, ok := os.LookupEnv(name); ok {
-				env = append(env, name+"="+v)
-			}
-		}
-	}
-	for _, name := range r.req.Run.PassEnv {
-		if v, ok := os.LookupEnv(name); ok {
-			env = append(env, fmt.Sprintf("%s=%s", name, v))
-		}
-	}
-	return env
-}
-
-func isSecretName(name string) bool {
-	up := strings.ToUpper(name)
-	for _, m := range secretMarkers {
-		if strings.Contains(up, m) {
-			return true
-		}
-	}
-	return false
 }

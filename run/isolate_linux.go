@@ -36,10 +36,6 @@ type Isolation struct {
 // variable, because the tool inherits the environment.
 const shimArg0 = "pvisor-tool-init"
 
-// execArg0 marks the init's child, which sets the tool's limits and execs
-// it: limits set in the init would also bind the init's own Go runtime.
-const execArg0 = "pvisor-tool-exec"
-
 // shimStatusFD is the pipe on which the init reports the tool's exit.
 const shimStatusFD = 3
 
@@ -59,7 +55,7 @@ var keptCaps = []uintptr{
 // IsShim reports whether this process is the tool init and must call
 // ShimMain before anything else. Every main (and TestMain) of a program
 // whose Runners use Isolation must do so.
-func IsShim() bool { return len(os.Args) > 0 && (os.Args[0] == shimArg0 || os.Args[0] == execArg0) }
+func IsShim() bool { return len(os.Args) > 0 && os.Args[0] == shimArg0 }
 
 // ShimMain is PID 1 of one tool call's namespaces and never returns.
 // Args: pvisor-tool-init <data-limit> <net:0|1> -- <path> <argv0> <args…>.
@@ -69,9 +65,6 @@ func IsShim() bool { return len(os.Args) > 0 && (os.Args[0] == shimArg0 || os.Ar
 // the init dies, the kernel kills every process of the namespace, daemons
 // that left the process group included.
 func ShimMain() {
-	if os.Args[0] == execArg0 {
-		os.Exit(execTool(os.Args[1:]))
-	}
 	// Capabilities, the bounding set and no_new_privs are per thread; the
 	// tool is forked from this one.
 	runtime.LockOSThread()
@@ -103,10 +96,22 @@ func shim(args []string) int {
 		for range sigs {
 		}
 	}()
-	argv := append([]string{execArg0, args[0]}, args[3:]...)
-	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: argv, Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	limit, _ := strconv.ParseUint(args[0], 10, 64)
+	cmd := &exec.Cmd{Path: args[3], Args: args[4:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if limit > 0 {
+		// The tool stops right after its execve, before running any of its
+		// own code, so the limit binds its image but never this init's Go
+		// runtime.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	}
 	if err := cmd.Start(); err != nil {
 		return fail("%v", err)
+	}
+	if limit > 0 {
+		if err := limitStopped(cmd.Process.Pid, limit); err != nil {
+			_ = cmd.Process.Kill()
+			return fail("%v", err)
+		}
 	}
 	fmt.Fprintf(status, "started\n")
 	// Our copies of the output pipes would hold them open for as long as a
@@ -165,20 +170,28 @@ func shimSetup(noNet bool) error {
 	return dropPrivileges()
 }
 
-// execTool is the init's child: <data-limit> <path> <argv0> <args…>. The
-// limit is set last, so only the tool's image is bound by it. A failure
-// exits 127 with the reason on stderr, as a shell reports a missing program.
-func execTool(args []string) int {
-	limit, _ := strconv.ParseUint(args[0], 10, 64)
-	if limit > 0 {
-		if err := unix.Setrlimit(unix.RLIMIT_DATA, &unix.Rlimit{Cur: limit, Max: limit}); err != nil {
-			fmt.Fprintf(os.Stderr, "pvisor: RLIMIT_DATA: %v\n", err)
-			return 127
+// limitStopped sets the data limit of a tool stopped at its first
+// instruction (PTRACE_TRACEME) and lets it run.
+func limitStopped(pid int, limit uint64) error {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
 		}
+		if err != nil {
+			return fmt.Errorf("wait for the tool to stop: %w", err)
+		}
+		break
 	}
-	err := unix.Exec(args[1], args[2:], os.Environ())
-	fmt.Fprintf(os.Stderr, "pvisor: exec %s: %v\n", args[1], err)
-	return 127
+	if !ws.Stopped() {
+		return fmt.Errorf("the tool ended before its limits were set (%v)", ws)
+	}
+	rl := unix.Rlimit{Cur: limit, Max: limit}
+	if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &rl, nil); err != nil {
+		return fmt.Errorf("RLIMIT_DATA: %w", err)
+	}
+	return unix.PtraceDetach(pid)
 }
 
 func dropPrivileges() error {

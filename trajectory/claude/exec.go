@@ -48,7 +48,7 @@ func (*Format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, e
 			return nil, fmt.Errorf("claude: log dir: %w", err)
 		}
 	}
-	r, err := run.NewRunner(run.Options{Env: env.Env, MaxOutput: maxCapture})
+	r, err := run.NewRunner(run.Options{Env: env.Env, MaxOutput: maxCapture, Isolation: env.Isolation})
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func (format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, er
 	if env2 == nil {
 		env2 = []string{}
 	}
-	r, err := run.NewRunner(run.Options{Env: env2, Shell: shell, DrainGrace: piDrainGrace})
+	r, err := run.NewRunner(run.Options{Env: env2, Shell: shell, DrainGrace: piDrainGrace, Isolation: env.Isolation})
 	if err != nil {
 		return nil, fmt.Errorf("pi: %w", err)
 	}
