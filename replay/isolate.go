@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,24 +15,28 @@ import (
 	"github.com/pvisor/pvisor/result"
 )
 
-// ChildCommand is the hidden subcommand the overlay worker runs; the request
-// travels in ChildRequestEnv, never on disk, because it may hold the
-// boundary prompt, whose text must never be stored.
-const (
-	ChildCommand    = "__replay-in-overlay"
-	ChildRequestEnv = "PVISOR_REPLAY_REQUEST"
-)
+// ChildCommand is the hidden subcommand the overlay worker runs. The
+// request travels on the worker's stdin: never on disk, because it may hold
+// the boundary prompt, whose text must never be stored, and never in an
+// environment variable, which /proc/<pid>/environ shows for the process's
+// whole life.
+const ChildCommand = "__replay-in-overlay"
 
-// ChildRequest reads and removes the request the parent handed over.
+// maxChildRequest bounds the request read from stdin.
+const maxChildRequest = 64 << 20
+
+// ChildRequest reads the request the parent handed over on stdin.
 func ChildRequest() (*Request, error) {
-	raw, ok := os.LookupEnv(ChildRequestEnv)
-	if !ok {
+	if st, err := os.Stdin.Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
 		return nil, errors.New(ChildCommand + " is internal to pvisor replay --overlayfs-path")
 	}
-	os.Unsetenv(ChildRequestEnv)
-	var req Request
-	if err := json.Unmarshal([]byte(raw), &req); err != nil {
+	raw, err := io.ReadAll(io.LimitReader(os.Stdin, maxChildRequest))
+	if err != nil {
 		return nil, err
+	}
+	var req Request
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return nil, fmt.Errorf("%s: the request on stdin is unreadable: %w", ChildCommand, err)
 	}
 	return &req, nil
 }
@@ -72,10 +78,9 @@ func (r *run) runIsolated(ctx context.Context) error {
 	if err != nil {
 		return fail(result.InternalError, "request: %v", err)
 	}
-	env := append(os.Environ(), ChildRequestEnv+"="+string(raw))
 	var stdout bytes.Buffer
 	exit, runErr := overlay.Run(ctx, cfg, layout, overlay.Options{
-		Args: []string{"pvisor", ChildCommand}, Env: env, Stdout: &stdout, Stderr: os.Stderr,
+		Args: []string{"pvisor", ChildCommand}, Stdin: bytes.NewReader(raw), Stdout: &stdout, Stderr: os.Stderr,
 	})
 	report, commitErr := overlay.Commit(cfg, layout)
 
