@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	toolrun "github.com/pvisor/pvisor/run"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -65,9 +66,9 @@ type overlaynetTable struct {
 // to the file, so a config works from any directory.
 func loadReplayConfig(path string) (*replay.Request, error) {
 	req := &replay.Request{}
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
-		return req, fmt.Errorf("--config: %v", err)
+		return req, err
 	}
 	var cfg replayFile
 	dec := toml.NewDecoder(bytes.NewReader(data))
@@ -115,6 +116,34 @@ func loadReplayConfig(path string) (*replay.Request, error) {
 		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy}
 	}
 	return req, nil
+}
+
+// maxConfigBytes bounds a --config file; real ones are a few hundred bytes.
+const maxConfigBytes = 1 << 20
+
+// readConfigFile reads a regular file of at most maxConfigBytes: a FIFO
+// would hang the read and /dev/zero would never end.
+func readConfigFile(path string) ([]byte, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %v", err)
+	}
+	f, fi, err := toolrun.OpenRegular("read", abs)
+	if err != nil {
+		return nil, fmt.Errorf("--config %s: %v; pass a TOML file", path, err)
+	}
+	defer f.Close()
+	if fi.Size() > maxConfigBytes {
+		return nil, fmt.Errorf("--config %s is %d bytes, over the %d-byte limit for a request file", path, fi.Size(), maxConfigBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--config: %v", err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("--config %s grew past the %d-byte limit while read", path, maxConfigBytes)
+	}
+	return data, nil
 }
 
 // tomlError names the file, line and key of a TOML problem.

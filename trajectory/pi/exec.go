@@ -57,6 +57,7 @@ type result struct {
 	isError bool
 	exit    *int
 	log     string // a log the tool wrote itself (bash)
+	fatal   error  // the call cannot be replayed (a device, a huge file)
 }
 
 func failure(text string) result { return result{text: text, isError: true} }
@@ -129,6 +130,9 @@ func (s *session) Execute(ctx context.Context, step int, call *trajectory.ToolCa
 		res, err = s.grep(ctx, args, logPath)
 	default:
 		return trajectory.Fresh{}, fmt.Errorf("pi: %q is not a built-in tool the replay can run", call.Name)
+	}
+	if err == nil {
+		err = res.fatal
 	}
 	if err != nil {
 		return trajectory.Fresh{}, err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pvisor/pvisor/run"
 	"io"
 	"os"
 	"path/filepath"
@@ -30,6 +31,9 @@ func (s *session) read(args gjson.Result, orig string) result {
 	shown, real := s.resolve(path)
 	if err := syscall.Access(real, 4 /* R_OK */); err != nil {
 		return failure(nodeFsError(err, "access", shown))
+	}
+	if err := run.CheckReadable("read", real); err != nil {
+		return result{fatal: err}
 	}
 	f, err := os.Open(real)
 	if err != nil {
@@ -188,6 +192,9 @@ func (s *session) edit(args gjson.Result, orig string) result {
 			return failure(fmt.Sprintf("Could not edit file: %s. %s.", path, nodeFsError(err, "access", shown)))
 		}
 		return failure(fmt.Sprintf("Could not edit file: %s. Error code: %s.", path, code))
+	}
+	if err := run.CheckReadable("edit", real); err != nil {
+		return result{fatal: err}
 	}
 	data, err := os.ReadFile(real)
 	if err != nil {
