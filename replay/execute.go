@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
@@ -163,7 +164,16 @@ func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step
 	if err := r.journal.Append(result.EventToolStarted, map[string]any{"batch": step, "call_id": c.ID, "tool": c.Name}); err != nil {
 		return trajectory.Fresh{}, fail(result.InternalError, "journal: %v", err)
 	}
-	f, err := sess.Execute(ctx, step, c)
+	callCtx := ctx
+	if ms := r.req.Run.TimeoutMS; ms > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		defer cancel()
+	}
+	f, err := sess.Execute(callCtx, step, c)
+	if ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return f, fail(result.AmbiguousExecution, "step %d: %s call %s ran past --timeout-ms %d and was killed; the workspace may be half-changed (raise the limit, or replay fewer steps)", step, c.Name, c.ID, r.req.Run.TimeoutMS)
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return f, fail(result.AmbiguousExecution, "step %d: %s call %s was interrupted: %v", step, c.Name, c.ID, err)

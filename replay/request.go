@@ -68,6 +68,8 @@ type Request struct {
 
 // RunConfig is the [run] table: how tools are executed.
 type RunConfig struct {
+	// TimeoutMS bounds each replayed tool call on top of the agent's own
+	// timeouts; a call that hits it is killed and the run is ambiguous.
 	TimeoutMS  int
 	InheritEnv bool
 	PassEnv    []string
@@ -109,6 +111,8 @@ func (r *Request) Validate() error {
 		return configErr("--run-id %q: may contain only letters, digits, '-' and '_'", r.RunID)
 	case strings.ContainsAny(r.SessionID, "\x00\r\n"):
 		return configErr("--session-id must contain no NUL, CR or LF")
+	case r.Run.TimeoutMS < 0:
+		return configErr("--timeout-ms %d: must be positive (or 0 for no limit)", r.Run.TimeoutMS)
 	case r.BoundaryUserPrompt != "" && strings.TrimSpace(r.BoundaryUserPrompt) == "":
 		return configErr("--boundary-user-prompt must contain a non-whitespace character")
 	}
@@ -119,8 +123,6 @@ func (r *Request) Validate() error {
 		return configErr("--disable-thinking (disable_thinking) is not supported yet; remove it")
 	case r.SessionID != "":
 		return configErr("--session-id (session_id) is not supported yet; remove it")
-	case r.Run.TimeoutMS != 0:
-		return configErr("--timeout-ms ([run] timeout_ms) is not supported yet; remove it")
 	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off", r.Overlaynet.Policy != "":
 		return configErr("[overlaynet] is not supported yet; remove the table or set mode = \"off\"")
 	}

@@ -114,7 +114,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "(not supported yet; refused)")
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
-	fs.IntVar(&req.Run.TimeoutMS, "timeout-ms", 0, "overall time limit in `ms` (not supported yet; refused)")
+	fs.IntVar(&req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
