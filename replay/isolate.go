@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pvisor/pvisor/overlay"
 	"github.com/pvisor/pvisor/result"
 )
@@ -70,7 +72,28 @@ func (r *run) runIsolated(ctx context.Context) error {
 	if err != nil {
 		return configErr("--state-dir: %v", err)
 	}
-	layout := overlay.NewLayout(filepath.Join(stateRoot, r.req.RunID))
+	outputRoot, err := filepath.Abs(orDefault(r.req.OutputRoot, DefaultOutputRoot))
+	if err != nil {
+		return configErr("--output-dir: %v", err)
+	}
+	if err := r.checkDirs(stateRoot, outputRoot); err != nil {
+		return err
+	}
+	// Nothing of an earlier or concurrent run with this id may be touched:
+	// its layers would be committed or dropped as ours.
+	if out := filepath.Join(outputRoot, r.req.RunID); exists(out) {
+		return configErr("output dir %s already exists; every run needs its own (choose a new --run-id or --output-dir)", out)
+	}
+	stateDir := filepath.Join(stateRoot, r.req.RunID)
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fail(result.WorkspaceError, "state dir: %v", err)
+	}
+	lock, err := lockDir(stateDir, "overlay.lock")
+	if err != nil {
+		return fail(result.WorkspaceError, "%v", err)
+	}
+	defer lock.Close()
+	layout := overlay.NewLayout(stateDir)
 	if _, err := overlay.Preflight(cfg, layout); err != nil {
 		return fail(result.WorkspaceError, "%v", err)
 	}
@@ -107,6 +130,25 @@ func (r *run) runIsolated(ctx context.Context) error {
 		r.writeOutputs()
 	}
 	return nil
+}
+
+// lockDir takes an exclusive lock on dir/name, held until the file is
+// closed.
+func lockDir(dir, name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("state dir %s is in use by another pvisor run (choose a new --run-id or --state-dir)", dir)
+	}
+	return f, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 func lastLine(b []byte) []byte {
