@@ -122,7 +122,7 @@ func startProc(spec procSpec) (*proc, error) {
 		}
 		p.stdin = in
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
 	} else {
 		for _, s := range []int{streamStdout, streamStderr} {
 			if s == streamStderr && spec.mergeStderr {
@@ -158,7 +158,7 @@ func startProc(spec procSpec) (*proc, error) {
 			childEnds = append(childEnds, null)
 			cmd.Stdin = null
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
 	var status *bufio.Reader
 	if spec.iso.Enabled {

@@ -61,7 +61,7 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 		res = result.New(req.RunID, req.Agent)
 		res.Fail(result.ConfigurationError, err.Error())
 	} else {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 		res = replay.Run(ctx, req)
 		stop()
 	}
@@ -72,6 +72,11 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	return result.ExitCode(res.Failure)
 }
 
+// stopSignals end a replay the same way: the run stops, cleans up (no
+// mount, no process left) and still prints its result line. A closed
+// terminal (SIGHUP) or Ctrl-\\ (SIGQUIT) must not leave a half-run behind.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
 // cmdReplayChild is the overlay worker: the same replay, inside the merged view.
 func cmdReplayChild(stdout, stderr io.Writer) int {
 	req, err := replay.ChildRequest()
@@ -79,7 +84,7 @@ func cmdReplayChild(stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pvisor: %v\n", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	res := replay.Run(ctx, req)
 	stdout.Write(res.Line())
