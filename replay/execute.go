@@ -5,12 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/pvisor/pvisor/result"
+	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
 )
 
@@ -69,6 +71,8 @@ func (r *run) replayPrefix(ctx context.Context) error {
 		return fail(result.ExecutorError, "starting the %s tool session: %v", p.Format.Agent(), err)
 	}
 	defer sess.Close()
+	writes := toolrun.WatchWrites(workspace)
+	defer writes.Stop()
 
 	stale := map[string]bool{}
 	for _, s := range p.Stale {
@@ -104,6 +108,12 @@ func (r *run) replayPrefix(ctx context.Context) error {
 			}
 			comps = append(comps, comp)
 		}
+	}
+	if out := writes.Outside(); len(out) > 0 {
+		// Neither the workspace nor an overlay of it holds these files:
+		// they stay changed on this machine whatever the commit mode.
+		r.res.Metadata["writes_outside_workspace"] = out
+		r.degrade(fmt.Sprintf("file tools wrote %d file(s) outside the workspace %s (see writes_outside_workspace)", len(out), workspace))
 	}
 	if comps == nil {
 		comps = []CallComparison{}

@@ -78,21 +78,32 @@ func notRegular(op, path string, fi fs.FileInfo) error {
 	return newErr(op, path, NotRegular, fmt.Errorf("not a regular file (%s): file tools do not open devices, FIFOs or sockets under pvisor", fi.Mode().Type()))
 }
 
+// CheckRegular returns an error of Kind NotRegular when path exists and is
+// a device, FIFO or socket: opening it to write could hang or reach
+// hardware. nil otherwise.
+func CheckRegular(op, path string) error {
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		return notRegular(op, path, fi)
+	}
+	return nil
+}
+
 // CheckReadable is for callers that read with the agent's own semantics:
 // it returns an error of Kind NotRegular or TooLarge when reading path
 // would hang or exhaust pvisor, and nil otherwise (a missing file is the
 // caller's to report as the agent does).
 func CheckReadable(op, path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil || fi.IsDir():
-		return nil
-	case !fi.Mode().IsRegular():
-		return notRegular(op, path, fi)
-	case fi.Size() > MaxReadBytes:
-		return newErr(op, path, TooLarge, fmt.Errorf("%d bytes is over pvisor's read cap of %d", fi.Size(), MaxReadBytes))
+	if err := CheckRegular(op, path); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxReadBytes {
+		return tooLarge(op, path, fi.Size())
 	}
 	return nil
+}
+
+func tooLarge(op, path string, size int64) error {
+	return newErr(op, path, TooLarge, fmt.Errorf("%d bytes is over pvisor's read cap of %d", size, MaxReadBytes))
 }
 
 // ReadRegular reads a whole regular file of at most MaxReadBytes.
@@ -103,7 +114,7 @@ func ReadRegular(op, path string) ([]byte, fs.FileInfo, error) {
 	}
 	defer f.Close()
 	if fi.Size() > MaxReadBytes {
-		return nil, nil, newErr(op, path, TooLarge, fmt.Errorf("%d bytes is over pvisor's read cap of %d", fi.Size(), MaxReadBytes))
+		return nil, nil, tooLarge(op, path, fi.Size())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxReadBytes+1))
 	if err != nil {
@@ -239,6 +250,7 @@ func WriteFile(path string, content []byte) (WriteResult, error) {
 	if err := os.WriteFile(path, content, 0o666); err != nil {
 		return res, fsErr("write", path, err)
 	}
+	NoteWrite(path)
 	if fi, err := os.Stat(path); err == nil {
 		res.Mode = fi.Mode()
 	}

@@ -120,9 +120,13 @@ func (s *session) write(args gjson.Result) result {
 	if err := mkdirp(filepath.Dir(real)); err != nil {
 		return failure(nodeFsError(err, "mkdir", filepath.Dir(shown)))
 	}
+	if err := run.CheckRegular("write", real); err != nil {
+		return result{fatal: err}
+	}
 	if err := os.WriteFile(real, []byte(content), 0o666); err != nil {
 		return failure(nodeFsError(err, "open", shown))
 	}
+	run.NoteWrite(real)
 	return result{text: fmt.Sprintf("Successfully wrote %d bytes to %s", jsstr.Len(content), path)}
 }
 
@@ -217,6 +221,7 @@ func (s *session) edit(args gjson.Result, orig string) result {
 	if err := os.WriteFile(real, []byte(bom+final), 0o666); err != nil {
 		return failure(nodeFsError(err, "open", shown))
 	}
+	run.NoteWrite(real)
 	diff, first := generateDiff(base, changed)
 	var o jsObject
 	o.str("diff", diff)
