@@ -5,6 +5,7 @@ package replay
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -123,8 +124,12 @@ func (r *Request) Validate() error {
 		return configErr("--disable-thinking (disable_thinking) is not supported yet; remove it")
 	case r.SessionID != "":
 		return configErr("--session-id (session_id) is not supported yet; remove it")
-	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off", r.Overlaynet.Policy != "":
-		return configErr("[overlaynet] is not supported yet; remove the table or set mode = \"off\"")
+	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off" && r.Overlaynet.Mode != "deny":
+		return configErr("[overlaynet] mode %q is not supported; use \"off\" (tools share the host network) or \"deny\" (tools see only their own loopback)", r.Overlaynet.Mode)
+	case r.Overlaynet.Policy != "":
+		return configErr("[overlaynet] policy is not supported yet (no allowlist proxy); remove it, and use mode = \"deny\" or \"off\"")
+	case r.Overlaynet.Mode == "deny" && os.Geteuid() != 0:
+		return configErr("[overlaynet] mode = \"deny\" needs root: tools get a network namespace of their own; run as root or use mode = \"off\"")
 	}
 	if _, ok := lookupFormat(r.Agent); !ok {
 		return configErr("unknown agent %q (supported: %s)", r.Agent, strings.Join(agentNames(), ", "))

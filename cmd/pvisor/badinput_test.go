@@ -79,7 +79,7 @@ func badCases() []badCase {
 		{name: "negative max steps", agent: "claude-code", content: claudeBase, args: []string{"--max-steps", "-1"}, wantExit: 2, wantMsg: "max-steps"},
 		{name: "unsupported flag is refused, not ignored", agent: "claude-code", content: claudeBase, args: []string{"--disable-thinking"}, wantExit: 2, wantMsg: "not supported yet"},
 		{name: "unsupported overlaynet table", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\n[overlaynet]\nmode = \"proxy\"\n"),
-			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "[overlaynet] is not supported yet"},
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: `[overlaynet] mode "proxy" is not supported; use "off"`},
 		{name: "commit without overlay path", agent: "claude-code", content: claudeBase, args: []string{"--overlayfs-commit", "apply"}, wantExit: 2, wantMsg: "overlayfs path"},
 		{name: "unknown TOML key", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\nafter_stpe = 2\n"),
 			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: `r.toml:6: unknown key "replay.after_stpe"`},
