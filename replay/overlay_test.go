@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	toolrun "github.com/pvisor/pvisor/run"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,9 +19,6 @@ import (
 // TestMain lets this test binary be the overlay worker, as pvisor's main is:
 // the engine re-executes /proc/self/exe inside the new namespaces.
 func TestMain(m *testing.M) {
-	if toolrun.IsShim() {
-		toolrun.ShimMain()
-	}
 	if overlay.IsChild() {
 		overlay.ChildMain(func() int {
 			old := lookupFormat

@@ -5,6 +5,7 @@ package replay
 
 import (
 	"fmt"
+	"github.com/pvisor/pvisor/bridge"
 	"os"
 	"regexp"
 	"strings"
@@ -130,6 +131,11 @@ func (r *Request) Validate() error {
 		return configErr("[overlaynet] policy is not supported yet (no allowlist proxy); remove it, and use mode = \"deny\" or \"off\"")
 	case r.Overlaynet.Mode == "deny" && os.Geteuid() != 0:
 		return configErr("[overlaynet] mode = \"deny\" needs root: tools get a network namespace of their own; run as root or use mode = \"off\"")
+	}
+	if r.Upstream != "" && r.Upstream != UpstreamRecorded {
+		if _, err := bridge.ParseProtocol(r.Upstream); err != nil {
+			return configErr("--upstream: %v, or %s", err, UpstreamRecorded)
+		}
 	}
 	if _, ok := lookupFormat(r.Agent); !ok {
 		return configErr("unknown agent %q (supported: %s)", r.Agent, strings.Join(agentNames(), ", "))

@@ -17,8 +17,8 @@ import (
 // Isolation keeps a replayed tool away from pvisor: a trajectory is
 // untrusted input, and its commands run as whoever runs pvisor.
 type Isolation struct {
-	// Enabled runs every process through a small init (pvisor re-executed,
-	// see IsShim) that is PID 1 of new PID and mount namespaces with a fresh
+	// Enabled runs every process through a small init (this binary
+	// re-executed, see init) that is PID 1 of new PID and mount namespaces with a fresh
 	// /proc, so no process outside the call is visible (pvisor's own
 	// environment, the overlay worker's, other calls'); it sets
 	// no_new_privs and keeps only the capabilities in keptCaps, so tools
@@ -32,8 +32,8 @@ type Isolation struct {
 	NoNetwork bool
 }
 
-// shimArg0 marks the re-executed init; argv[0] rather than an environment
-// variable, because the tool inherits the environment.
+// shimArg0 marks the re-executed init (see init); argv[0] rather than an
+// environment variable, because the tool inherits the environment.
 const shimArg0 = "pvisor-tool-init"
 
 // shimStatusFD is the pipe on which the init reports the tool's exit.
@@ -52,24 +52,27 @@ var keptCaps = []uintptr{
 	unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_NET_BIND_SERVICE, unix.CAP_AUDIT_WRITE,
 }
 
-// IsShim reports whether this process is the tool init and must call
-// ShimMain before anything else. Every main (and TestMain) of a program
-// whose Runners use Isolation must do so.
-func IsShim() bool { return len(os.Args) > 0 && os.Args[0] == shimArg0 }
+// init turns a re-executed pvisor (or test binary) into the tool init
+// before anything else runs: every program that links this package
+// supports Isolation without a hook in its main or TestMain.
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == shimArg0 {
+		shimMain()
+	}
+}
 
-// ShimMain is PID 1 of one tool call's namespaces and never returns.
+// shimMain is PID 1 of one tool call's namespaces and never returns.
 // Args: pvisor-tool-init <data-limit> <net:0|1> -- <path> <argv0> <args…>.
 // It starts the tool as PID 2, reports its exit on the status pipe, then
 // reaps until nothing is left, so processes the call leaves behind keep
 // running (and keep this init alive) until the Runner kills the group; when
 // the init dies, the kernel kills every process of the namespace, daemons
 // that left the process group included.
-func ShimMain() {
+func shimMain() {
 	// Capabilities, the bounding set and no_new_privs are per thread; the
 	// tool is forked from this one.
 	runtime.LockOSThread()
-	code := shim(os.Args[1:])
-	os.Exit(code)
+	os.Exit(shim(os.Args[1:]))
 }
 
 func shim(args []string) int {

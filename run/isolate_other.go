@@ -16,9 +16,6 @@ type Isolation struct {
 	NoNetwork bool
 }
 
-func IsShim() bool { return false }
-func ShimMain()    {}
-
 func (Isolation) shimCmd(*exec.Cmd, *os.File) {}
 
 type shimStatus struct {

@@ -13,13 +13,6 @@ import (
 	"time"
 )
 
-func TestMain(m *testing.M) {
-	if IsShim() {
-		ShimMain()
-	}
-	os.Exit(m.Run())
-}
-
 func requireIsolation(t *testing.T) {
 	t.Helper()
 	if os.Geteuid() != 0 {

@@ -97,6 +97,8 @@ func badCases() []badCase {
 			os.Truncate(filepath.Join(dir, "r.toml"), 4<<30)
 		},
 			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "over the 1048576-byte limit"},
+		{name: "bogus upstream", agent: "claude-code", content: claudeBase, args: []string{"--upstream", "bogus"}, wantExit: 2, wantCat: "configuration_error",
+			wantMsg: `unknown model protocol "bogus": use anthropic, openai-responses or openai-chat, or recorded`},
 		{name: "config plus direct flags", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\n"), raw: []string{"--config", "{dir}/r.toml", "--after-step", "1"}, wantExit: 2, wantMsg: "cannot be combined"},
 		{name: "unsupported tool in prefix", agent: "claude-code", content: strings.Replace(claudeBase, `"name":"Bash","input":{"command":"ls"}`, `"name":"WebFetch","input":{"url":"http://x"}`, 1), wantExit: 11, wantCat: "unsupported_agent", wantMsg: `step 1: tool "WebFetch"`},
 		{name: "unsupported tool allowed stale", agent: "claude-code", content: strings.Replace(claudeBase, `"name":"Bash","input":{"command":"ls"}`, `"name":"WebFetch","input":{"url":"http://x"}`, 1), args: []string{"--allow-stale-observations"}, wantExit: 0},

@@ -4,7 +4,6 @@ package main
 
 import (
 	"fmt"
-	toolrun "github.com/pvisor/pvisor/run"
 	"io"
 	"os"
 
@@ -36,10 +35,6 @@ Run 'pvisor COMMAND --help' for the flags of a command.
 func main() { os.Exit(pvisorMain()) }
 
 func pvisorMain() int {
-	if toolrun.IsShim() {
-		// The init of one replayed tool call (run.Isolation).
-		toolrun.ShimMain()
-	}
 	if overlay.IsChild() {
 		// A re-executed copy of pvisor inside an overlay's namespaces.
 		overlay.ChildMain(func() int { return run(os.Args[1:], os.Stdout, os.Stderr) })

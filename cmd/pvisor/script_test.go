@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	toolrun "github.com/pvisor/pvisor/run"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,9 +10,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if toolrun.IsShim() {
-		toolrun.ShimMain()
-	}
 	testscript.Main(m, map[string]func(){
 		"pvisor": func() { os.Exit(pvisorMain()) },
 	})
