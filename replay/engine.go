@@ -67,6 +67,7 @@ func Run(ctx context.Context, req *Request) *result.Result {
 	if r.journal != nil {
 		r.journal.Close()
 	}
+	r.plan.Close()
 	return r.res
 }
 

@@ -203,11 +203,10 @@ func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step
 // rebuild writes the native session with the fresh observations.
 func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh) (string, error) {
 	p := r.plan
-	src, err := os.Open(r.req.Trajectory)
+	src, err := p.Source()
 	if err != nil {
-		return "", fail(result.TrajectoryError, "trajectory %s: %v", r.req.Trajectory, err)
+		return "", err
 	}
-	defer src.Close()
 	var sb strings.Builder
 	if err := rp.Rebuild(&sb, src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh); err != nil {
 		return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), err)
