@@ -59,7 +59,11 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if v := r.plan.Trajectory.Version; v != "" {
 		r.res.Metadata["trajectory_agent_version"] = v
 	}
-	version, err := probeVersion(ctx, entry, env)
+	probeEnv, err := isolatedHome(env, filepath.Join(r.stateDir, "version-probe"))
+	if err != nil {
+		return fail(result.WorkspaceError, "version probe home: %v", err)
+	}
+	version, err := probeVersion(ctx, entry, probeEnv)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}

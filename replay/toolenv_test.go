@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -34,6 +37,29 @@ func TestToolEnvDropsCredentials(t *testing.T) {
 	} {
 		if got := slices.Contains(env, name+"="+vars[name]); got != want {
 			t.Errorf("%s passed=%v, want %v", name, got, want)
+		}
+	}
+}
+
+// The version probe writes its caches under the state dir, never in the
+// user's HOME or TMPDIR.
+func TestVersionProbeHomeIsIsolated(t *testing.T) {
+	real := t.TempDir()
+	state := t.TempDir()
+	cli := script(t, `mkdir -p "$HOME/.codex/tmp" && touch "$TMPDIR/probe" "$XDG_CACHE_HOME/c" && echo "codex-cli 0.171.0"`)
+	env, err := isolatedHome([]string{"PATH=/usr/bin:/bin", "HOME=" + real, "TMPDIR=" + real}, filepath.Join(state, "version-probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := probeVersion(context.Background(), cli, env); err != nil || v != "0.171.0" {
+		t.Fatalf("probe: %q %v", v, err)
+	}
+	if ents, _ := os.ReadDir(real); len(ents) != 0 {
+		t.Errorf("the probe wrote into the real HOME/TMPDIR: %v", ents)
+	}
+	for _, p := range []string{"home/.codex/tmp", "tmp/probe", "home/.cache/c"} {
+		if _, err := os.Stat(filepath.Join(state, "version-probe", p)); err != nil {
+			t.Errorf("%s: %v", p, err)
 		}
 	}
 }
