@@ -5,11 +5,12 @@ package replay
 
 import (
 	"fmt"
-	"github.com/pvisor/pvisor/bridge"
 	"os"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/pvisor/pvisor/bridge"
 )
 
 // Mode selects how far a run goes.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	toolrun "github.com/pvisor/pvisor/run"
 	"io"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/pvisor/pvisor/replay"
+	toolrun "github.com/pvisor/pvisor/run"
 )
 
 // replayFile is the TOML form of a replay request. Every table rejects

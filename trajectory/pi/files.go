@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/pvisor/pvisor/run"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	"github.com/tidwall/gjson"
 )
