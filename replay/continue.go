@@ -168,7 +168,7 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 		"upstream": cs.upMeta["kind"], "max_live_steps": cs.budget,
 		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
 	}); err != nil {
-		return nil, fail(result.InternalError, "journal: %v", err)
+		return nil, journalErr(err)
 	}
 	idle := r.req.IdleTimeout
 	if idle <= 0 {
@@ -245,7 +245,7 @@ func (r *run) finishContinuation(ct *continuation) error {
 		"agent_status": status, "continued_steps": r.res.ContinuedSteps, "stop_reason": ct.stop.String(),
 		"exit_code": ct.code, "requests_forwarded": ct.stats.Forwarded, "requests_refused": ct.stats.Refused,
 	}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 	if r.summary != nil {
 		r.summary.ContinuationStatus, r.summary.ContinuedSteps = status, r.res.ContinuedSteps

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -99,13 +100,13 @@ func (r *run) execute(ctx context.Context) error {
 		"source_sha256": plan.Manifest.Source.SHA256, "after_step": r.req.AfterStep,
 		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
 	}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 	if err := r.journal.Append(result.EventPlanValidated, map[string]any{
 		"tool_calls": plan.Manifest.Boundary.ToolCalls, "batches": len(plan.Manifest.Batches),
 		"stale_calls": len(plan.Stale),
 	}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 	if err := r.writePlan(); err != nil {
 		return err
@@ -133,10 +134,24 @@ func (r *run) execute(ctx context.Context) error {
 		r.res.Quality = result.QualityDegraded
 	}
 	if err := r.journal.Append(result.EventRunFinished, map[string]any{"status": *r.res.Phase}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 	r.writeOutputs()
 	return nil
+}
+
+// journalErr is a failed journal write: the state dir's fault when its
+// disk is full or read-only (exit 20, as a full output dir), pvisor's
+// otherwise.
+func journalErr(err error) error {
+	if noSpace(err) {
+		return fail(result.WorkspaceError, "journal: %v (free space in the state dir, or choose another --state-dir)", err)
+	}
+	return fail(result.InternalError, "journal: %v", err)
+}
+
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
 }
 
 func (r *run) checkBudget() error {
@@ -197,6 +212,8 @@ func (r *run) allocate() error {
 	switch {
 	case errors.As(err, &amb):
 		return fail(result.AmbiguousExecution, "%v", err)
+	case noSpace(err):
+		return journalErr(err)
 	case err != nil:
 		return fail(result.WorkspaceError, "journal in %s: %v", stateDir, err)
 	}

@@ -172,7 +172,7 @@ func (r *run) normalizer(workspace string) func(s string, fresh bool) string {
 // been changed halfway, and the state dir must not be trusted again.
 func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step int, c *trajectory.ToolCall) (trajectory.Fresh, error) {
 	if err := r.journal.Append(result.EventToolStarted, map[string]any{"batch": step, "call_id": c.ID, "tool": c.Name}); err != nil {
-		return trajectory.Fresh{}, fail(result.InternalError, "journal: %v", err)
+		return trajectory.Fresh{}, journalErr(err)
 	}
 	callCtx := ctx
 	if ms := r.req.Run.TimeoutMS; ms > 0 {
@@ -195,7 +195,7 @@ func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step
 		fin["return_code"] = *f.ExitCode
 	}
 	if err := r.journal.Append(result.EventToolFinished, fin); err != nil {
-		return f, fail(result.InternalError, "journal: %v", err)
+		return f, journalErr(err)
 	}
 	return f, nil
 }
@@ -225,7 +225,7 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	h := sha256.Sum256(r.rebuilt)
 	sum := hex.EncodeToString(h[:])
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"sha256": sum}); err != nil {
-		return "", fail(result.InternalError, "journal: %v", err)
+		return "", journalErr(err)
 	}
 	return sum, nil
 }

@@ -39,7 +39,7 @@ func (r *run) writePlan() error {
 	r.artifact("native_prepared_prefix", p.Format.Agent()+"/native-"+trajectory.PrefixExt(p.Format, p.Trajectory), prefix)
 	sum := sha256.Sum256(buf.Bytes())
 	if err := r.journal.Append(result.EventSessionPrepared, map[string]any{"sha256": hex.EncodeToString(sum[:])}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 
 	r.res.Metadata["replay_only_execution"] = r.req.Mode == ReplayOnly
