@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pvisor/pvisor/overlay"
 )
 
 // Isolation keeps a replayed tool away from pvisor: a trajectory is
@@ -125,32 +127,21 @@ func shim(args []string) int {
 		}
 		null.Close()
 	}
-	tool := cmd.Process.Pid
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0 // ECHILD: the namespace is empty
-		}
-		if pid != tool {
-			continue
-		}
-		code, sig := ws.ExitStatus(), 0
-		if ws.Signaled() {
-			sig = int(ws.Signal())
-		}
-		// alone: nothing else runs, so the Runner may wait for our exit
-		// instead of reporting background processes.
-		alone := 1
-		if p, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); err == nil && p == 0 {
-			alone = 0
-		}
-		fmt.Fprintf(status, "exit %d %d %d\n", code, sig, alone)
-		status.Close()
+	ws := overlay.ReapUntil(cmd.Process.Pid)
+	code, sig := ws.ExitStatus(), 0
+	if ws.Signaled() {
+		sig = int(ws.Signal())
 	}
+	// alone: nothing else runs, so the Runner may wait for our exit instead
+	// of reporting background processes.
+	alone := 1
+	if p, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); err == nil && p == 0 {
+		alone = 0
+	}
+	fmt.Fprintf(status, "exit %d %d %d\n", code, sig, alone)
+	status.Close()
+	overlay.ReapAll()
+	return 0
 }
 
 // shimSetup makes the namespaces private, mounts /proc, and drops
@@ -166,7 +157,7 @@ func shimSetup(noNet bool) error {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	if noNet {
-		if err := loopbackUp(); err != nil {
+		if err := LoopbackUp(); err != nil {
 			return err
 		}
 	}
@@ -239,8 +230,9 @@ func dropPrivileges() error {
 	return nil
 }
 
-// loopbackUp brings lo up in a fresh network namespace.
-func loopbackUp() error {
+// LoopbackUp brings lo up in the calling thread's network namespace, which
+// starts with it down.
+func LoopbackUp() error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("loopback: %w", err)
