@@ -162,7 +162,14 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 	if err != nil {
 		return nil, fail(result.ContinuationError, "configuring %s: %v", agent, err)
 	}
-	env := append(r.baseEnv(), cmd.Env...)
+	// The CLI's temp files (Claude's /tmp/claude-<uid>, Bun's extracted
+	// .so files) go to the state dir, not the machine's /tmp; a launcher's
+	// own TMPDIR still wins.
+	tmp := filepath.Join(r.stateDir, "agent-tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fail(result.WorkspaceError, "agent temp dir: %v", err)
+	}
+	env := append(append(r.baseEnv(), "TMPDIR="+tmp, "BUN_TMPDIR="+tmp), cmd.Env...)
 	if err := r.journal.Append(eventContinuationStarted, map[string]any{
 		"agent": agent, "version": *r.res.Agent.Version, "entrypoint": *r.res.Agent.Entrypoint,
 		"upstream": cs.upMeta["kind"], "max_live_steps": cs.budget,
