@@ -63,9 +63,13 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return fail(result.WorkspaceError, "logs: %v", err)
 	}
+	iso, err := r.isolation()
+	if err != nil {
+		return err
+	}
 	sess, err := rp.NewToolSession(trajectory.ToolEnv{
 		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Version: p.Trajectory.Version, Env: r.toolEnv(), LogDir: logDir,
-		Isolation: r.isolation(),
+		Isolation: iso,
 	})
 	if err != nil {
 		return fail(result.ExecutorError, "starting the %s tool session: %v", p.Format.Agent(), err)

@@ -16,24 +16,34 @@ import (
 const DefaultToolDataLimit = 8 << 30
 
 // isolation is how replayed tools are kept from pvisor, also recorded on
-// the result. It needs root (namespaces, mounting /proc); without it tools
-// run as before, and the result says so.
-func (r *run) isolation() toolrun.Isolation {
+// the result. It needs root (namespaces, mounting /proc) and a system that
+// allows namespaces; without them tools run as before and the result says
+// so, unless [overlaynet] mode = "deny" asked for what cannot be given.
+func (r *run) isolation() (toolrun.Isolation, error) {
 	iso := toolrun.Isolation{Enabled: os.Geteuid() == 0, DataLimit: DefaultToolDataLimit, NoNetwork: r.req.Overlaynet.Mode == "deny"}
+	missing := "pvisor does not run as root: tools share pvisor's PID namespace and /proc (run as root for isolation)"
+	if iso.Enabled {
+		if err := iso.Probe(); err != nil {
+			iso.Enabled, missing = false, fmt.Sprintf("%v: tools share pvisor's PID namespace and /proc", err)
+		}
+	}
 	meta := map[string]any{"data_limit_bytes": iso.DataLimit, "network": "host"}
 	if iso.NoNetwork {
 		meta["network"] = "loopback-only"
 	}
-	if iso.Enabled {
-		meta["mechanisms"] = []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", "rlimit-data", "group-killed-with-init"}
-	} else {
-		meta["mechanisms"] = []string{"rlimit-data"}
-		meta["missing"] = "pvisor does not run as root: tools share pvisor's PID namespace and /proc (run as root for isolation)"
-		iso.DataLimit = 0 // applied by the isolated init only
-		meta["data_limit_bytes"] = 0
-	}
 	r.res.Metadata["tool_isolation"] = meta
-	return iso
+	if !iso.Enabled {
+		if iso.NoNetwork {
+			return iso, configErr("[overlaynet] mode = \"deny\" cannot be honoured: %s", missing)
+		}
+		meta["mechanisms"] = []string{}
+		meta["missing"] = missing
+		meta["data_limit_bytes"] = 0 // applied by the isolated init only
+		meta["network"] = "host"
+		return toolrun.Isolation{}, nil
+	}
+	meta["mechanisms"] = []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", "rlimit-data", "group-killed-with-init"}
+	return iso, nil
 }
 
 // secretMarkers are substrings of variable names never handed to tools

@@ -2,6 +2,7 @@ package run
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -248,6 +249,25 @@ func LoopbackUp() error {
 	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
 	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
 		return fmt.Errorf("loopback up: %w", err)
+	}
+	return nil
+}
+
+// Probe starts one trivial process with iso and reports why it failed:
+// namespaces may be denied (a container without CAP_SYS_ADMIN, a seccomp
+// profile) even to root.
+func (iso Isolation) Probe() error {
+	r, err := NewRunner(Options{Env: []string{"PATH=/usr/bin:/bin"}, Isolation: iso})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	res, err := r.Shell(context.Background(), ShellRequest{Argv: []string{"/bin/sh", "-c", "exit 0"}, Dir: "/"})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("tool isolation: a trivial command exited %d: %s", res.ExitCode, res.Stderr.String())
 	}
 	return nil
 }
