@@ -28,6 +28,11 @@ type Plan struct {
 	Format     trajectory.Format `json:"-"`
 	Trajectory *trajectory.Trajectory
 	SourceSize int64 `json:"-"`
+	// source is the trajectory opened once by BuildPlan: every later phase
+	// reads these bytes, so swapping the file mid-run changes nothing, and
+	// changing it in place is noticed (see Source).
+	source     *os.File
+	sourceInfo fs.FileInfo
 	Manifest   Manifest
 	// Stale are prefix calls that will reuse their original observation.
 	Stale []trajectory.StaleCall
@@ -114,7 +119,12 @@ func BuildPlan(req *Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	if size == 0 {
 		return nil, fail(result.TrajectoryError, "trajectory %s is empty", req.Trajectory)
 	}
@@ -143,7 +153,11 @@ func BuildPlan(req *Request) (*Plan, error) {
 	if err := trajectory.CheckBoundary(t, req.AfterStep); err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}
-	p := &Plan{Format: format, Trajectory: t, SourceSize: size}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fail(result.TrajectoryError, "trajectory %s: %v", req.Trajectory, err)
+	}
+	p := &Plan{Format: format, Trajectory: t, SourceSize: size, source: f, sourceInfo: st}
 	p.Stale = trajectory.CheckPrefixTools(format, t, req.AfterStep)
 	if len(p.Stale) > 0 && !req.AllowStaleObservations {
 		s := p.Stale[0]
@@ -173,7 +187,33 @@ func BuildPlan(req *Request) (*Plan, error) {
 		m.Batches = append(m.Batches, b)
 	}
 	p.Manifest = m
+	keep = true
 	return p, nil
+}
+
+// Source returns the trajectory BuildPlan decoded and hashed, from the same
+// open file. A file changed in place since then is a trajectory error: the
+// manifest's hash would not describe what is replayed.
+func (p *Plan) Source() (io.ReaderAt, error) {
+	if p.source == nil {
+		return nil, fail(result.InternalError, "the plan's trajectory is closed")
+	}
+	st, err := p.source.Stat()
+	if err != nil {
+		return nil, fail(result.TrajectoryError, "trajectory %s: %v", p.Manifest.Source.Path, err)
+	}
+	if st.Size() != p.sourceInfo.Size() || !st.ModTime().Equal(p.sourceInfo.ModTime()) {
+		return nil, fail(result.TrajectoryError, "trajectory %s was changed during the run; leave it alone until pvisor ends (or replay a copy)", p.Manifest.Source.Path)
+	}
+	return io.NewSectionReader(p.source, 0, p.SourceSize), nil
+}
+
+// Close releases the trajectory file.
+func (p *Plan) Close() {
+	if p != nil && p.source != nil {
+		p.source.Close()
+		p.source = nil
+	}
 }
 
 // hashingReader hashes what the decoder reads, in order, on another core:

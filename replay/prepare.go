@@ -24,11 +24,10 @@ func (r *run) writePlan() error {
 	if err := os.Mkdir(nativeDir, 0o700); err != nil {
 		return fail(result.WorkspaceError, "native dir: %v", err)
 	}
-	src, err := os.Open(r.req.Trajectory)
+	src, err := p.Source()
 	if err != nil {
-		return fail(result.TrajectoryError, "trajectory %s: %v", r.req.Trajectory, err)
+		return err
 	}
-	defer src.Close()
 	var buf bytes.Buffer
 	if err := p.Format.WritePrefix(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep); err != nil {
 		return decodeFailure(r.req.Trajectory, err)
@@ -40,7 +39,7 @@ func (r *run) writePlan() error {
 	r.artifact("native_prepared_prefix", p.Format.Agent()+"/native-"+trajectory.PrefixExt(p.Format, p.Trajectory), prefix)
 	sum := sha256.Sum256(buf.Bytes())
 	if err := r.journal.Append(result.EventSessionPrepared, map[string]any{"sha256": hex.EncodeToString(sum[:])}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 
 	r.res.Metadata["replay_only_execution"] = r.req.Mode == ReplayOnly

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Minimal Claude Code session: a prompt, one Bash call and its result, a
@@ -78,7 +80,7 @@ func badCases() []badCase {
 		{name: "negative max steps", agent: "claude-code", content: claudeBase, args: []string{"--max-steps", "-1"}, wantExit: 2, wantMsg: "max-steps"},
 		{name: "unsupported flag is refused, not ignored", agent: "claude-code", content: claudeBase, args: []string{"--disable-thinking"}, wantExit: 2, wantMsg: "not supported yet"},
 		{name: "unsupported overlaynet table", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\n[overlaynet]\nmode = \"proxy\"\n"),
-			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "[overlaynet] is not supported yet"},
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: `[overlaynet] mode "proxy" is not supported; use "off"`},
 		{name: "commit without overlay path", agent: "claude-code", content: claudeBase, args: []string{"--overlayfs-commit", "apply"}, wantExit: 2, wantMsg: "overlayfs path"},
 		{name: "unknown TOML key", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\nafter_stpe = 2\n"),
 			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: `r.toml:6: unknown key "replay.after_stpe"`},
@@ -88,6 +90,16 @@ func badCases() []badCase {
 		{name: "TOML without replay table", agent: "claude-code", content: claudeBase, setup: writeConfig("[run]\ntimeout_ms = 5\n"), raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "missing [replay]"},
 		{name: "TOML conflicting modes", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\nreplay_only = true\n"),
 			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "mutually exclusive"},
+		{name: "config is a FIFO", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) { unix.Mkfifo(filepath.Join(dir, "r.toml"), 0o600) },
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "not a regular file"},
+		{name: "config is /dev/zero", agent: "claude-code", content: claudeBase, raw: []string{"--config", "/dev/zero"}, wantExit: 2, wantMsg: "not a regular file"},
+		{name: "config over the size cap", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) {
+			os.WriteFile(filepath.Join(dir, "r.toml"), nil, 0o600)
+			os.Truncate(filepath.Join(dir, "r.toml"), 4<<30)
+		},
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "over the 1048576-byte limit"},
+		{name: "bogus upstream", agent: "claude-code", content: claudeBase, args: []string{"--upstream", "bogus"}, wantExit: 2, wantCat: "configuration_error",
+			wantMsg: `unknown model protocol "bogus": use anthropic, openai-responses or openai-chat, or recorded`},
 		{name: "config plus direct flags", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\n"), raw: []string{"--config", "{dir}/r.toml", "--after-step", "1"}, wantExit: 2, wantMsg: "cannot be combined"},
 		{name: "unsupported tool in prefix", agent: "claude-code", content: strings.Replace(claudeBase, `"name":"Bash","input":{"command":"ls"}`, `"name":"WebFetch","input":{"url":"http://x"}`, 1), wantExit: 11, wantCat: "unsupported_agent", wantMsg: `step 1: tool "WebFetch"`},
 		{name: "unsupported tool allowed stale", agent: "claude-code", content: strings.Replace(claudeBase, `"name":"Bash","input":{"command":"ls"}`, `"name":"WebFetch","input":{"url":"http://x"}`, 1), args: []string{"--allow-stale-observations"}, wantExit: 0},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -49,7 +48,7 @@ func loadBatch(path string) (*batch.Spec, []error) {
 	if err != nil {
 		return nil, []error{err}
 	}
-	data, err := os.ReadFile(abs)
+	data, err := readConfigFile(abs)
 	if err != nil {
 		return nil, []error{fmt.Errorf("%v (give the batch TOML file)", err)}
 	}

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/pvisor/pvisor/replay"
+	toolrun "github.com/pvisor/pvisor/run"
 )
 
 // replayFile is the TOML form of a replay request. Every table rejects
@@ -65,9 +66,9 @@ type overlaynetTable struct {
 // to the file, so a config works from any directory.
 func loadReplayConfig(path string) (*replay.Request, error) {
 	req := &replay.Request{}
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
-		return req, fmt.Errorf("--config: %v", err)
+		return req, err
 	}
 	var cfg replayFile
 	dec := toml.NewDecoder(bytes.NewReader(data))
@@ -130,6 +131,34 @@ func relativeTo(base string) func(string) string {
 }
 
 const replayTables = "[replay], [run], [overlayfs], [overlaynet]; see 'pvisor replay --help'"
+
+// maxConfigBytes bounds a --config file; real ones are a few hundred bytes.
+const maxConfigBytes = 1 << 20
+
+// readConfigFile reads a regular file of at most maxConfigBytes: a FIFO
+// would hang the read and /dev/zero would never end.
+func readConfigFile(path string) ([]byte, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %v", err)
+	}
+	f, fi, err := toolrun.OpenRegular("read", abs)
+	if err != nil {
+		return nil, fmt.Errorf("--config %s: %v; pass a TOML file", path, err)
+	}
+	defer f.Close()
+	if fi.Size() > maxConfigBytes {
+		return nil, fmt.Errorf("--config %s is %d bytes, over the %d-byte limit for a request file", path, fi.Size(), maxConfigBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--config: %v", err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("--config %s grew past the %d-byte limit while read", path, maxConfigBytes)
+	}
+	return data, nil
+}
 
 // tomlError names the file, line and key of a TOML problem.
 // allowed names the tables the file may hold, for the message.

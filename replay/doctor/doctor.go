@@ -25,10 +25,10 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/replay"
-	"github.com/pvisor/pvisor/replay/netns"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/replay/workspace"
 	"github.com/pvisor/pvisor/result"
+	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
@@ -48,10 +48,10 @@ const NetnsCommand = "__pvisor-netns"
 
 // EnterLoopback prepares the child side of NetnsCommand.
 func EnterLoopback() error {
-	if err := netns.LoopbackUp(); err != nil {
+	if err := toolrun.LoopbackUp(); err != nil {
 		return err
 	}
-	return netns.CheckLoopbackOnly()
+	return toolrun.CheckLoopbackOnly()
 }
 
 // Options choose what to check.
@@ -223,7 +223,7 @@ func runCheck(ctx context.Context, o Options, agent, entry string, row *Row) (*r
 	}
 	row.Network = "loopback-only namespace"
 	if os.Geteuid() == 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: netns.Cloneflags, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
 	} else {
 		cmd.Args = append([]string{o.Self}, args...)
 		row.Network = "host (not root: no network namespace)"
