@@ -38,7 +38,8 @@ func (sessions) Locate(root, id string) (*session.Located, error) {
 	}
 	loc := &session.Located{Agent: trajectory.ClaudeCode, ID: id, Root: root, Main: main}
 	sub := filepath.Join(filepath.Dir(main), id, "subagents")
-	// WalkDir does not follow symlinks; they are listed so capture refuses them.
+	// WalkDir does not follow symlinks: symlinked transcripts, and a symlinked
+	// subagents directory itself, are listed so that capture refuses them.
 	err = filepath.WalkDir(filepath.Join(root, sub), func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p == filepath.Join(root, sub) && errors.Is(err, fs.ErrNotExist) {
@@ -49,7 +50,8 @@ func (sessions) Locate(root, id string) (*session.Located, error) {
 		if d.IsDir() {
 			return nil
 		}
-		if base := d.Name(); strings.HasPrefix(base, "agent-") && strings.HasSuffix(base, ".jsonl") {
+		top := p == filepath.Join(root, sub) && d.Type()&fs.ModeSymlink != 0
+		if base := d.Name(); top || strings.HasPrefix(base, "agent-") && strings.HasSuffix(base, ".jsonl") {
 			rel, err := filepath.Rel(root, p)
 			if err != nil {
 				return err

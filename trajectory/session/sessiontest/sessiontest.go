@@ -127,7 +127,6 @@ func join(at, k string) string {
 	return at + "." + k
 }
 
-
 // Recorded lays the e2e recording in dir (testdata/e2e/sessions/<agent>@<v>)
 // out in a fresh HOME at the path the real CLI wrote it to, and checks
 // that Locate finds it there by id and Origin reads its cwd and version.
