@@ -108,4 +108,3 @@ func checkFile(path string, f File) error {
 	}
 	return nil
 }
-
