@@ -26,7 +26,7 @@ func claudeHome(t *testing.T) (root string, loc *session.Located) {
 	t.Helper()
 	_, loc = sessiontest.Recorded(t, claude.Sessions(), claudeRec)
 	sub := filepath.Join(loc.Root, filepath.Dir(loc.Main), loc.ID, "subagents", "agent-a1.jsonl")
-	mustWrite(t, sub, []byte(`{"cwd":"/tmp/pvisor-e2e/claude-code/repo","isSidechain":true}`+"\n"))
+	sessiontest.WriteFile(t, sub, []byte(`{"cwd":"/tmp/pvisor-e2e/claude-code/repo","isSidechain":true}`+"\n"))
 	return loc.Root, loc
 }
 
@@ -131,7 +131,7 @@ func TestCaptureRefusals(t *testing.T) {
 		}, result.ConfigurationError, "not a plain id"},
 		{"store that is not a store", func(t *testing.T, root string, loc *session.Located) Options {
 			dir := t.TempDir()
-			mustWrite(t, filepath.Join(dir, "notes.txt"), []byte("mine"))
+			sessiontest.WriteFile(t, filepath.Join(dir, "notes.txt"), []byte("mine"))
 			return Options{StoreDir: dir}
 		}, result.ConfigurationError, "not a capture store"},
 		{"bundle path taken by something else", func(t *testing.T, root string, loc *session.Located) Options {
@@ -139,7 +139,7 @@ func TestCaptureRefusals(t *testing.T) {
 			if err := OpenStore(dir); err != nil {
 				t.Fatal(err)
 			}
-			mustWrite(t, filepath.Join(dir, "claude-code", loc.ID, "x"), []byte("mine"))
+			sessiontest.WriteFile(t, filepath.Join(dir, "claude-code", loc.ID, "x"), []byte("mine"))
 			return Options{StoreDir: dir}
 		}, result.ConfigurationError, "not a capture bundle"},
 	}
@@ -185,7 +185,7 @@ func TestLoadRefusesTamperedBundles(t *testing.T) {
 			os.WriteFile(p, b, 0o600)
 		}, "does not match its manifest"},
 		{"extra file", func(t *testing.T, dir string, m *Manifest) {
-			mustWrite(t, filepath.Join(dir, FilesDir, "extra.jsonl"), []byte("{}\n"))
+			sessiontest.WriteFile(t, filepath.Join(dir, FilesDir, "extra.jsonl"), []byte("{}\n"))
 		}, "does not list"},
 		{"path outside", func(t *testing.T, dir string, m *Manifest) {
 			m.Files[0].Path = "../../escape.jsonl"
@@ -215,16 +215,6 @@ func TestLoadRefusesTamperedBundles(t *testing.T) {
 				t.Errorf("Load = %v, want an error containing %q", err, tt.msg)
 			}
 		})
-	}
-}
-
-func mustWrite(t *testing.T, path string, data []byte) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package claude
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,25 +13,10 @@ var sessionRecordings = []string{
 	"../../testdata/e2e/sessions/claude-code@2.1.332/d0465159-22d9-4f2c-b1b3-3d55774e8b6c.jsonl",
 }
 
-func TestSessionRewrite(t *testing.T) {
-	for _, path := range sessionRecordings {
-		t.Run(filepath.Base(filepath.Dir(path)), func(t *testing.T) {
-			golden := filepath.Join("testdata", "golden", "session-rewrite_"+filepath.Base(filepath.Dir(path))+".txt")
-			formattest.Golden(t, golden, sessiontest.Rewrite(t, Sessions(), path))
-		})
-	}
-}
-
-func TestSessionLocateRecorded(t *testing.T) {
-	for _, path := range sessionRecordings {
-		t.Run(filepath.Base(filepath.Dir(path)), func(t *testing.T) {
-			_, loc := sessiontest.Recorded(t, Sessions(), filepath.Dir(path))
-			// The real CLI named the project directory as ProjectKey does.
-			if got, want := filepath.Base(filepath.Dir(loc.Main)), ProjectKey("/tmp/pvisor-e2e/claude-code/repo"); got != want {
-				t.Errorf("project directory %s, ProjectKey gives %s", got, want)
-			}
-		})
-	}
+func TestSessionRecordings(t *testing.T) {
+	sessiontest.Recordings(t, Sessions(), sessionRecordings, ProjectKey, func(t *testing.T, name, got string) {
+		formattest.Golden(t, filepath.Join("testdata", "golden", "session-rewrite_"+name+".txt"), got)
+	})
 }
 
 func TestSessionLocate(t *testing.T) {
@@ -52,7 +36,7 @@ func TestSessionLocateSubagents(t *testing.T) {
 		id + "/subagents/notes.txt",      // not a transcript
 		"other/subagents/agent-c3.jsonl", // another session's
 	} {
-		sessiontestWrite(t, filepath.Join(root, key, p))
+		sessiontest.WriteFile(t, filepath.Join(root, key, p), []byte("{}\n"))
 	}
 	loc, err := Sessions().Locate(root, id)
 	if err != nil {
@@ -81,15 +65,5 @@ func TestSessionRoot(t *testing.T) {
 	delete(env, "CLAUDE_CONFIG_DIR")
 	if got, _ := Sessions().Root("", getenv); got != "/home/u/.claude" {
 		t.Errorf("Root without CLAUDE_CONFIG_DIR = %q", got)
-	}
-}
-
-func sessiontestWrite(t *testing.T, path string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte("{}\n"), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -12,26 +12,23 @@ import (
 
 const sessionRecording = "../../testdata/e2e/sessions/codex@0.171.0/rollout-2026-11-29T23-16-19-01a22998-569d-74b2-aebf-25f39bc1a17a.jsonl"
 
-func TestSessionRewrite(t *testing.T) {
-	got := sessiontest.Rewrite(t, Sessions(), sessionRecording)
-	golden := filepath.Join("testdata", "golden", "session-rewrite_codex@0.171.0.txt")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
+func TestSessionRecordings(t *testing.T) {
+	sessiontest.Recordings(t, Sessions(), []string{sessionRecording}, nil, func(t *testing.T, name, got string) {
+		golden := filepath.Join("testdata", "golden", "session-rewrite_"+name+".txt")
+		if *update {
+			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
 		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s differs (-want +got):\n%s", golden, d)
-	}
-}
-
-func TestSessionLocateRecorded(t *testing.T) {
-	sessiontest.Recorded(t, Sessions(), filepath.Dir(sessionRecording))
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test -update)", err)
+		}
+		if d := cmp.Diff(string(want), got); d != "" {
+			t.Errorf("%s differs (-want +got):\n%s", golden, d)
+		}
+	})
 }
 
 func TestSessionLocate(t *testing.T) {

@@ -13,25 +13,10 @@ var sessionRecordings = []string{
 	"../../testdata/e2e/sessions/pi@0.73.1/2026-11-29T23-16-33-212Z_01a22998-8d3b-75d5-8d8d-f6601805e7d0.jsonl",
 }
 
-func TestSessionRewrite(t *testing.T) {
-	for _, path := range sessionRecordings {
-		t.Run(filepath.Base(filepath.Dir(path)), func(t *testing.T) {
-			golden := filepath.Join("testdata", "golden", "session-rewrite_"+filepath.Base(filepath.Dir(path))+".txt")
-			formattest.Golden(t, golden, sessiontest.Rewrite(t, Sessions(), path))
-		})
-	}
-}
-
-func TestSessionLocateRecorded(t *testing.T) {
-	for _, path := range sessionRecordings {
-		t.Run(filepath.Base(filepath.Dir(path)), func(t *testing.T) {
-			_, loc := sessiontest.Recorded(t, Sessions(), filepath.Dir(path))
-			// The real CLI named the directory as SessionDir does.
-			if got, want := filepath.Base(filepath.Dir(loc.Main)), SessionDir("/tmp/pvisor-e2e/pi/repo"); got != want {
-				t.Errorf("session directory %s, SessionDir gives %s", got, want)
-			}
-		})
-	}
+func TestSessionRecordings(t *testing.T) {
+	sessiontest.Recordings(t, Sessions(), sessionRecordings, SessionDir, func(t *testing.T, name, got string) {
+		formattest.Golden(t, filepath.Join("testdata", "golden", "session-rewrite_"+name+".txt"), got)
+	})
 }
 
 func TestSessionLocate(t *testing.T) {

@@ -153,7 +153,7 @@ func Recorded(t *testing.T, s session.Store, dir string) (home string, loc *sess
 		t.Fatal(err)
 	}
 	home = t.TempDir()
-	write(t, filepath.Join(home, m.NativePath), data)
+	WriteFile(t, filepath.Join(home, m.NativePath), data)
 	root, err := s.Root(home, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -185,8 +185,8 @@ func Locate(t *testing.T, s session.Store, place func(id string, variant int) st
 	t.Helper()
 	root := t.TempDir()
 	const id = "01a22998-8d3b-75d5-8d8d-f6601805e7d0"
-	write(t, filepath.Join(root, place(id, 0)), []byte("{}\n"))
-	write(t, filepath.Join(root, place("x-"+id, 0)), []byte("{}\n"))
+	WriteFile(t, filepath.Join(root, place(id, 0)), []byte("{}\n"))
+	WriteFile(t, filepath.Join(root, place("x-"+id, 0)), []byte("{}\n"))
 	loc, err := s.Locate(root, id)
 	if err != nil || loc.Main != place(id, 0) {
 		t.Fatalf("Locate = %+v, %v; want %s (and not the session whose id ends in it)", loc, err, place(id, 0))
@@ -201,7 +201,7 @@ func Locate(t *testing.T, s session.Store, place func(id string, variant int) st
 	if _, err := s.Locate(root, "nope"); !errors.As(err, &nf) || !strings.Contains(err.Error(), root) {
 		t.Errorf("Locate(unknown) = %v, want a NotFoundError naming %s", err, root)
 	}
-	write(t, filepath.Join(root, place(id, 1)), []byte("{}\n"))
+	WriteFile(t, filepath.Join(root, place(id, 1)), []byte("{}\n"))
 	var amb *session.AmbiguousError
 	_, err = s.Locate(root, id)
 	if !errors.As(err, &amb) || len(amb.Paths) != 2 ||
@@ -210,12 +210,41 @@ func Locate(t *testing.T, s session.Store, place func(id string, variant int) st
 	}
 }
 
-func write(t *testing.T, path string, data []byte) {
+// WriteFile writes data to path, making its directories.
+func WriteFile(t *testing.T, path string, data []byte) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Recordings runs Rewrite and Recorded on each e2e recording (paths of
+// session files in testdata/e2e/sessions/<agent>@<version>/), handing the
+// rewrite report to golden. dirName, when set, is the agent's directory
+// name for a cwd, checked against where the real CLI put the file.
+func Recordings(t *testing.T, s session.Store, paths []string, dirName func(cwd string) string, golden func(t *testing.T, name, got string)) {
+	for _, path := range paths {
+		name := filepath.Base(filepath.Dir(path))
+		t.Run(name, func(t *testing.T) {
+			golden(t, name, Rewrite(t, s, path))
+			_, loc := Recorded(t, s, filepath.Dir(path))
+			if dirName == nil {
+				return
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := s.Origin(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := filepath.Base(filepath.Dir(loc.Main)), dirName(o.Cwd); got != want {
+				t.Errorf("the CLI keeps the session in %s, the encoder says %s", got, want)
+			}
+		})
 	}
 }
