@@ -31,14 +31,15 @@ CLAUDE_CONFIG_DIR, CODEX_HOME or PI_CODING_AGENT_DIR, else under $HOME.
 rewrite copies a session file from stdin to stdout with the recorded cwd OLD
 replaced by NEW in the agent's structural fields only (Claude: each entry's
 cwd; Codex: session_meta, turn_context, world_state and thread settings;
-Pi: the header). Every other byte, message text and tool inputs included,
+Pi: the header; OpenCode, an 'opencode export' document: info.directory and
+each message's path.cwd and path.root). Every other byte, message text and tool inputs included,
 is copied as read, and a torn last line is kept.
 
-Agents: claude-code, codex, pi.
+Agents: claude-code, codex, pi (and opencode for rewrite).
 
 Exit status: 0 ok, 2 a bad flag or id (ids are letters, digits, '-' and
-'_'), 10 no session or several with that id, 11 an agent without session
-support.
+'_'), 10 no session, several with that id, or input that cannot be
+rewritten, 11 an agent without session support.
 
 Examples:
     # Where did Claude Code keep this session, and in which cwd did it run?
@@ -80,6 +81,9 @@ func cmdSession(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pvisor session %s: %s\n", sub, fmt.Sprintf(format, a...))
 		return code
 	}
+	if sub == "rewrite" {
+		return sessionRewrite(fs, *agent, *from, *to, stdout, stderr, errf)
+	}
 	store, code, err := sessionStore(*agent)
 	if err != nil {
 		return errf(code, "%v", err)
@@ -103,26 +107,36 @@ func cmdSession(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		return showSession(stdout, stderr, store, loc, *asJSON)
-	case "rewrite":
-		if fs.NArg() != 0 || fs.Changed("home") || *asJSON {
-			return errf(2, "rewrite reads stdin and takes only --agent, --from and --to")
-		}
-		if *from == "" || *to == "" {
-			return errf(2, "--from and --to are both required")
-		}
-		n, err := store.Rewrite(stdout, os.Stdin, *from, *to)
-		if err != nil {
-			return errf(10, "%v", err)
-		}
-		if n == 0 {
-			fmt.Fprintf(stderr, "pvisor session rewrite: warning: no %s structural field holds exactly %q; the output equals the input\n", store.Agent(), *from)
-		} else {
-			fmt.Fprintf(stderr, "pvisor session rewrite: replaced %d values\n", n)
-		}
-		return 0
 	default:
 		return errf(2, "unknown session command (want locate, show or rewrite)")
 	}
+}
+
+// sessionRewrite is the pure rewriter, stdin to stdout.
+func sessionRewrite(fs *pflag.FlagSet, agent, from, to string, stdout, stderr io.Writer, errf func(int, string, ...any) int) int {
+	if fs.NArg() != 0 || fs.Changed("home") || fs.Changed("json") {
+		return errf(2, "rewrite reads stdin and takes only --agent, --from and --to")
+	}
+	rw, ok := agents.Rewriter(agent)
+	if _, known := agents.Lookup(agent); !ok && known {
+		return errf(11, "%s session files cannot be rewritten yet (supported: %s)", agent, strings.Join(agents.RewriterAgents(), ", "))
+	}
+	if !ok {
+		return errf(2, "unknown agent %q for rewrite (supported: %s)", agent, strings.Join(agents.RewriterAgents(), ", "))
+	}
+	if from == "" || to == "" {
+		return errf(2, "--from and --to are both required")
+	}
+	n, err := rw.Rewrite(stdout, os.Stdin, from, to)
+	if err != nil {
+		return errf(10, "%v", err)
+	}
+	if n == 0 {
+		fmt.Fprintf(stderr, "pvisor session rewrite: warning: no %s structural field holds exactly %q; the output equals the input\n", rw.Agent(), from)
+	} else {
+		fmt.Fprintf(stderr, "pvisor session rewrite: replaced %d values\n", n)
+	}
+	return 0
 }
 
 // sessionStore picks the agent's session store: an unknown name is a
@@ -133,6 +147,9 @@ func sessionStore(agent string) (session.Store, int, error) {
 	}
 	if s, ok := agents.Sessions(agent); ok {
 		return s, 0, nil
+	}
+	if _, ok := agents.Rewriter(agent); ok {
+		return nil, 11, fmt.Errorf("%s keeps its sessions in a database, not in files: export one with `%s export ID` (which 'pvisor session rewrite' can move to another cwd); locate and capture support %s", agent, agent, strings.Join(agents.SessionAgents(), ", "))
 	}
 	if _, ok := agents.Lookup(agent); ok {
 		return nil, 11, fmt.Errorf("%s sessions cannot be located or captured yet (supported: %s)", agent, strings.Join(agents.SessionAgents(), ", "))

@@ -75,6 +75,35 @@ func splice(dst, line []byte, spans []Span, quoted []byte) []byte {
 	return append(dst, line[at:]...)
 }
 
+// MaxDocumentBytes caps a session that is one JSON document (an OpenCode
+// export) rather than lines: it is read whole.
+const MaxDocumentBytes = 256 << 20
+
+// RewriteDocument copies the one JSON document in r to w with the spans
+// edit picks (offsets into the document) replaced by the JSON string to;
+// every other byte, indentation included, is written as read.
+func RewriteDocument(w io.Writer, r io.Reader, to string, edit func(doc []byte) ([]Span, error)) (int, error) {
+	doc, err := io.ReadAll(io.LimitReader(r, MaxDocumentBytes+1))
+	if err != nil {
+		return 0, err
+	}
+	if len(doc) > MaxDocumentBytes {
+		return 0, fmt.Errorf("the document is larger than %d MiB", MaxDocumentBytes>>20)
+	}
+	if !gjson.ValidBytes(doc) {
+		return 0, fmt.Errorf("not one JSON document (cut short?)")
+	}
+	spans, err := edit(doc)
+	if err != nil {
+		return 0, err
+	}
+	if len(spans) > 0 {
+		doc = splice(nil, doc, spans, jsstr.AppendQuote(nil, to))
+	}
+	_, err = w.Write(doc)
+	return len(spans), err
+}
+
 // StringAt returns the span of v when it is a JSON string equal to from.
 // gjson leaves Index at 0 when it cannot tell where a value is; no string
 // value of a JSON object line starts at byte 0, so that is an error.

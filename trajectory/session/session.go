@@ -16,10 +16,21 @@ import (
 	"strings"
 )
 
-// Store is one agent CLI's native session store.
-type Store interface {
-	// Agent is the agent's name (claude-code, codex, pi).
+// Rewriter knows what an agent's session file records about its cwd.
+type Rewriter interface {
+	// Agent is the agent's name (claude-code, codex, pi, opencode).
 	Agent() string
+	// Origin reads the recorded cwd and CLI version from the main file.
+	Origin(r io.Reader) (Origin, error)
+	// Rewrite copies a session file from r to w with the recorded cwd from
+	// replaced by to in the agent's structural fields only; every other
+	// byte is kept. It returns how many values it replaced.
+	Rewrite(w io.Writer, r io.Reader, from, to string) (int, error)
+}
+
+// Store is one agent CLI's native session store of plain files.
+type Store interface {
+	Rewriter
 	// Root is the directory the CLI keeps its state in: under home when
 	// home is set (the environment's overrides are ignored then), else from
 	// the CLI's own environment variable or $HOME.
@@ -27,12 +38,6 @@ type Store interface {
 	// Locate finds session id under root by its id, never by a path built
 	// from a cwd, with the sidecar files that belong to it.
 	Locate(root, id string) (*Located, error)
-	// Origin reads the recorded cwd and CLI version from the main file.
-	Origin(r io.Reader) (Origin, error)
-	// Rewrite copies a session file from r to w with the recorded cwd from
-	// replaced by to in the agent's structural fields only; every other
-	// byte is kept. It returns how many values it replaced.
-	Rewrite(w io.Writer, r io.Reader, from, to string) (int, error)
 }
 
 // Located is a session on disk. Paths are relative to Root, so a copy keeps

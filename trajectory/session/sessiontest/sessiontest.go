@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,7 +28,7 @@ const To = "/w/new place/réplica"
 // returns the changed fields, line by line, for the caller's golden file.
 // It also checks B→A gives the original bytes, that a line not mentioning
 // the cwd is untouched, and that a torn last line survives both ways.
-func Rewrite(t *testing.T, s session.Store, path string) string {
+func Rewrite(t *testing.T, s session.Rewriter, path string) string {
 	t.Helper()
 	orig, err := os.ReadFile(path)
 	if err != nil {
@@ -48,13 +49,27 @@ func Rewrite(t *testing.T, s session.Store, path string) string {
 	}
 	var report strings.Builder
 	fmt.Fprintf(&report, "# %s: %s → %s\n", filepath.Base(path), o.Cwd, To)
+	// One JSON document (an OpenCode export) is compared whole, JSONL
+	// line by line.
+	document := json.Valid(orig)
 	for i := range inLines {
 		if !bytes.Contains(inLines[i], []byte(o.Cwd)) && !bytes.Equal(inLines[i], outLines[i]) {
 			t.Errorf("line %d does not mention the cwd but changed", i+1)
 		}
+		if document {
+			continue
+		}
 		if paths := changed(t, i+1, inLines[i], outLines[i]); len(paths) > 0 {
 			fmt.Fprintf(&report, "line %d: %s\n", i+1, strings.Join(paths, ", "))
 		}
+	}
+	if document {
+		fmt.Fprintf(&report, "%s\n", strings.Join(changed(t, 1, orig, moved), "\n"))
+		// A document cut short cannot be rewritten field by field.
+		if _, err := s.Rewrite(io.Discard, bytes.NewReader(orig[:len(orig)/2]), o.Cwd, To); err == nil {
+			t.Errorf("a document cut short was rewritten without an error")
+		}
+		return report.String()
 	}
 
 	// A writer killed mid-line leaves a torn tail; it is kept verbatim.
@@ -66,7 +81,7 @@ func Rewrite(t *testing.T, s session.Store, path string) string {
 	return report.String()
 }
 
-func rewrite(t *testing.T, s session.Store, in []byte, from, to string) []byte {
+func rewrite(t *testing.T, s session.Rewriter, in []byte, from, to string) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	n, err := s.Rewrite(&out, bytes.NewReader(in), from, to)
