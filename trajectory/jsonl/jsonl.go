@@ -84,18 +84,6 @@ func (r *Reader) Next() bool {
 	}
 }
 
-// Raw returns the next physical line, whatever it holds (blank, torn or not
-// JSON), without its newline, and whether a newline ended it; nil at the
-// end. It is for byte-exact copies such as a cwd rewrite; do not mix it
-// with Next on one Reader.
-func (r *Reader) Raw() ([]byte, bool, error) {
-	data, terminated, err := r.readLine()
-	if data != nil {
-		r.n++
-	}
-	return data, terminated, err
-}
-
 // readLine returns the next physical line without its newline; nil at EOF.
 func (r *Reader) readLine() ([]byte, bool, error) {
 	r.buf = r.buf[:0]

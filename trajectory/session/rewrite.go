@@ -2,6 +2,7 @@ package session
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -27,17 +28,17 @@ type Span struct{ Off, Len int }
 // to B and back gives the original bytes whenever the file spelled A as
 // JSON.stringify does. Memory is bounded by the longest line.
 func RewriteLines(w io.Writer, r io.Reader, to string, edit LineEditor) (int, error) {
-	jr := jsonl.NewReader(r)
+	lr := lineReader{br: bufio.NewReaderSize(r, 256<<10)}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	quoted := jsstr.AppendQuote(nil, to)
 	var out []byte
 	total := 0
 	for n := 1; ; n++ {
-		line, terminated, err := jr.Raw()
+		line, terminated, err := lr.next()
 		if err != nil {
 			return total, err
 		}
-		if line == nil {
+		if line == nil && !terminated {
 			break
 		}
 		data := line
@@ -62,6 +63,40 @@ func RewriteLines(w io.Writer, r io.Reader, to string, edit LineEditor) (int, er
 		}
 	}
 	return total, bw.Flush()
+}
+
+// lineReader yields physical lines, whatever they hold, without their
+// newline; memory is bounded by jsonl.MaxLineBytes.
+type lineReader struct {
+	br  *bufio.Reader
+	buf []byte
+}
+
+// next returns the next line and whether a newline ended it; nil and
+// false at the end (a blank line may be nil, but ends in a newline).
+func (r *lineReader) next() ([]byte, bool, error) {
+	r.buf = r.buf[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		if len(r.buf)+len(chunk) > jsonl.MaxLineBytes {
+			return nil, false, fmt.Errorf("a line is longer than %d MiB: is this a session file?", jsonl.MaxLineBytes>>20)
+		}
+		switch {
+		case err == nil:
+			r.buf = append(r.buf, chunk[:len(chunk)-1]...)
+			return r.buf, true, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			r.buf = append(r.buf, chunk...)
+		case errors.Is(err, io.EOF):
+			r.buf = append(r.buf, chunk...)
+			if len(r.buf) == 0 {
+				return nil, false, nil
+			}
+			return r.buf, false, nil
+		default:
+			return nil, false, err
+		}
+	}
 }
 
 func splice(dst, line []byte, spans []Span, quoted []byte) []byte {

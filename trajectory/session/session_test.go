@@ -27,6 +27,8 @@ func TestRewriteLines(t *testing.T) {
 		{"plain", `{"cwd":"/a","x":1}` + "\n", `{"cwd":"/b c","x":1}` + "\n", 1},
 		{"spacing and key order kept", `{ "x" : 1 , "cwd" : "/a" }` + "\n", `{ "x" : 1 , "cwd" : "/b c" }` + "\n", 1},
 		{"CRLF and blank lines", "{\"cwd\":\"/a\"}\r\n\n  \n{\"cwd\":\"/a\"}\r\n", "{\"cwd\":\"/b c\"}\r\n\n  \n{\"cwd\":\"/b c\"}\r\n", 2},
+		{"blank first lines", "\n\n" + `{"cwd":"/a"}` + "\n", "\n\n" + `{"cwd":"/b c"}` + "\n", 1},
+		{"empty input", "", "", 0},
 		{"no final newline", `{"cwd":"/a"}`, `{"cwd":"/b c"}`, 1},
 		{"only exact matches", `{"cwd":"/a/sub"}` + "\n" + `{"cwd":"/ab"}` + "\n", `{"cwd":"/a/sub"}` + "\n" + `{"cwd":"/ab"}` + "\n", 0},
 		{"text mentioning it stays", `{"text":"cd /a","cwd":"/a"}` + "\n", `{"text":"cd /a","cwd":"/b c"}` + "\n", 1},
