@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 )
 
 // WriteWatch collects the files that file tools (Write, Edit, apply_patch,
@@ -19,21 +18,38 @@ type WriteWatch struct {
 	outside []string
 }
 
-var currentWatch atomic.Pointer[WriteWatch]
+// watches are the running watches. File tools report a path, not the run
+// they belong to, so replays running side by side in one process (tests do)
+// share what they note: a write inside any running replay's root is that
+// replay's own, and a write outside all of them is listed by each — erring
+// towards a degraded result, never hiding a write.
+var (
+	watchesMu sync.Mutex
+	watches   []*WriteWatch
+)
 
-// WatchWrites starts recording writes outside root, replacing any watch
-// still running (one replay per process).
+// WatchWrites starts recording writes outside root.
 func WatchWrites(root string) *WriteWatch {
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real
 	}
 	w := &WriteWatch{root: filepath.Clean(root)}
-	currentWatch.Store(w)
+	watchesMu.Lock()
+	watches = append(watches, w)
+	watchesMu.Unlock()
 	return w
 }
 
 // Stop ends the watch.
-func (w *WriteWatch) Stop() { currentWatch.CompareAndSwap(w, nil) }
+func (w *WriteWatch) Stop() {
+	watchesMu.Lock()
+	defer watchesMu.Unlock()
+	watches = slices.DeleteFunc(watches, func(o *WriteWatch) bool { return o == w })
+}
+
+func (w *WriteWatch) contains(p string) bool {
+	return p == w.root || strings.HasPrefix(p, w.root+string(filepath.Separator)) || w.root == "/"
+}
 
 // Outside lists the paths written outside the root, in the order of their
 // first write.
@@ -47,8 +63,10 @@ func (w *WriteWatch) Outside() []string {
 // path (created, overwrote or removed it). The directory is resolved, so a
 // symlink inside the root that leads out of it counts as outside.
 func NoteWrite(path string) {
-	w := currentWatch.Load()
-	if w == nil {
+	watchesMu.Lock()
+	active := slices.Clone(watches)
+	watchesMu.Unlock()
+	if len(active) == 0 {
 		return
 	}
 	p := filepath.Clean(path)
@@ -60,12 +78,14 @@ func NoteWrite(path string) {
 			p = real
 		}
 	}
-	if p == w.root || strings.HasPrefix(p, w.root+string(filepath.Separator)) || w.root == "/" {
+	if slices.ContainsFunc(active, func(w *WriteWatch) bool { return w.contains(p) }) {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !slices.Contains(w.outside, p) {
-		w.outside = append(w.outside, p)
+	for _, w := range active {
+		w.mu.Lock()
+		if !slices.Contains(w.outside, p) {
+			w.outside = append(w.outside, p)
+		}
+		w.mu.Unlock()
 	}
 }

@@ -44,3 +44,30 @@ func TestWriteWatch(t *testing.T) {
 		t.Errorf("a stopped watch still records: %v", w.Outside())
 	}
 }
+
+// Two watches running side by side (two replays in one process): each
+// one's writes into its own root are listed by neither, a write outside
+// both by both.
+func TestWriteWatchesSideBySide(t *testing.T) {
+	base := t.TempDir()
+	a, b := filepath.Join(base, "a"), filepath.Join(base, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wa, wb := WatchWrites(a), WatchWrites(b)
+	defer wa.Stop()
+	defer wb.Stop()
+	for _, p := range []string{filepath.Join(a, "x"), filepath.Join(b, "y"), filepath.Join(base, "z")} {
+		if _, err := WriteFile(p, []byte("1\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{filepath.Join(base, "z")}
+	for name, w := range map[string]*WriteWatch{"a": wa, "b": wb} {
+		if diff := cmp.Diff(want, w.Outside()); diff != "" {
+			t.Errorf("watch %s outside (-want +got):\n%s", name, diff)
+		}
+	}
+}
