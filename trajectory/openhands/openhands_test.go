@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/formattest"
@@ -161,5 +162,49 @@ func TestCheckReplayable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		formattest.CheckReplayable(t, New(), tt.name, tt.args, tt.want)
+	}
+}
+
+// An action of step 2 written before step 1's last observation must stay
+// out of the step-1 prefix, and the step-2 prefix keeps both.
+func TestWritePrefixInterleaved(t *testing.T) {
+	tcm := func(call, resp string) string {
+		return `"tool_call_metadata":{"tool_call_id":"` + call + `","model_response":{"id":"` + resp + `"}}`
+	}
+	src := `[
+{"id":0,"source":"user","action":"message","args":{"content":"task"}},
+{"id":1,"source":"agent","action":"run","args":{"command":"ls"},` + tcm("a", "r1") + `},
+{"id":2,"source":"agent","observation":"run","cause":1,"content":"x","extras":{}},
+{"id":3,"source":"agent","action":"read","args":{"path":"/f"},` + tcm("b", "r1") + `},
+{"id":4,"source":"agent","action":"run","args":{"command":"pwd"},` + tcm("c", "r2") + `},
+{"id":5,"source":"agent","observation":"read","cause":3,"content":"y","extras":{}},
+{"id":6,"source":"agent","observation":"run","cause":4,"content":"/","extras":{}}
+]`
+	tr, err := decodeBytes(t, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		step int
+		ids  []int64
+	}{{1, []int64{0, 1, 2, 3, 5}}, {2, []int64{0, 1, 2, 3, 4, 5, 6}}} {
+		var out bytes.Buffer
+		if err := New().WritePrefix(&out, strings.NewReader(src), int64(len(src)), tr, tc.step); err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, e := range gjson.ParseBytes(out.Bytes()).Array() {
+			ids = append(ids, e.Get("id").Int())
+		}
+		if d := cmp.Diff(tc.ids, ids); d != "" {
+			t.Errorf("step %d prefix events (-want +got):\n%s", tc.step, d)
+		}
+		pt, err := decodeBytes(t, out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(pt.Steps()); got != tc.step {
+			t.Errorf("step %d prefix decodes to %d steps", tc.step, got)
+		}
 	}
 }
