@@ -82,7 +82,9 @@ func OpenTrajectory(path string) (*os.File, int64, error) {
 	st, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, 0, fail(result.TrajectoryError, "trajectory %s does not exist", path)
+		// A configuration error, as pVisor classifies it: the request
+		// names a file that is not there (exit 2).
+		return nil, 0, fail(result.ConfigurationError, "trajectory does not exist: %s", path)
 	case err != nil:
 		return nil, 0, fail(result.TrajectoryError, "trajectory %s: %v", path, err)
 	case st.Mode()&fs.ModeSymlink != 0:

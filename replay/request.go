@@ -39,6 +39,9 @@ type Request struct {
 	Trajectory             string
 	AfterStep              int
 	MaxSteps               int // total action budget including the prefix; 0 = no limit
+	// MaxStepsSet says max_steps was given, so an explicit 0 is refused as
+	// pVisor refuses it rather than read as "no limit".
+	MaxStepsSet bool `json:",omitempty"`
 	Mode                   Mode
 	AllowStaleObservations bool
 	BoundaryUserPrompt     string
@@ -103,8 +106,8 @@ func (r *Request) Validate() error {
 		return configErr("--trajectory is required")
 	case r.AfterStep < 1:
 		return configErr("--after-step %d: steps are numbered from 1 (run 'pvisor inspect %s' to list them)", r.AfterStep, r.Trajectory)
-	case r.MaxSteps < 0:
-		return configErr("--max-steps %d: must be positive (or 0 for no limit)", r.MaxSteps)
+	case r.MaxSteps < 0 || r.MaxSteps == 0 && r.MaxStepsSet:
+		return configErr("--max-steps %d: max_steps must be positive (omit it for no limit)", r.MaxSteps)
 	case r.RunID != "" && !runIDPattern.MatchString(r.RunID):
 		return configErr("--run-id %q: may contain only letters, digits, '-' and '_'", r.RunID)
 	case strings.ContainsAny(r.SessionID, "\x00\r\n"):

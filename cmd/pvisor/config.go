@@ -26,7 +26,7 @@ type replayTable struct {
 	Agent                  string   `toml:"agent"`
 	Trajectory             string   `toml:"trajectory"`
 	AfterStep              int      `toml:"after_step"`
-	MaxSteps               int      `toml:"max_steps"`
+	MaxSteps               *int     `toml:"max_steps"`
 	PrepareOnly            bool     `toml:"prepare_only"`
 	ReplayOnly             bool     `toml:"replay_only"`
 	AllowStaleObservations bool     `toml:"allow_stale_observations"`
@@ -90,11 +90,14 @@ func loadReplayConfig(path string) (*replay.Request, error) {
 		return filepath.Join(base, p)
 	}
 	*req = replay.Request{
-		Agent: r.Agent, Trajectory: rel(r.Trajectory), AfterStep: r.AfterStep, MaxSteps: r.MaxSteps,
+		Agent: r.Agent, Trajectory: rel(r.Trajectory), AfterStep: r.AfterStep,
 		AllowStaleObservations: r.AllowStaleObservations, BoundaryUserPrompt: r.BoundaryUserPrompt,
 		RunID: r.RunID, SessionID: r.SessionID, Workspace: rel(r.Workspace), StateRoot: rel(r.StateDir),
 		OutputRoot: rel(r.OutputDir), AgentEntrypoint: rel(r.AgentEntrypoint), AgentArgs: r.AgentArgs,
 		AllowUntestedVersion: r.AllowUntestedVersion, DisableThinking: r.DisableThinking, Upstream: r.Upstream, UpstreamModel: r.UpstreamModel,
+	}
+	if r.MaxSteps != nil {
+		req.MaxSteps, req.MaxStepsSet = *r.MaxSteps, true
 	}
 	switch {
 	case r.PrepareOnly:

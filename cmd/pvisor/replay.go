@@ -97,8 +97,8 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	config := fs.String("config", "", "read the request from a TOML `file` ([replay], [run], [overlayfs], [overlaynet])")
 	fs.StringVar(&req.Agent, "agent", "", "agent that wrote the trajectory: claude-code, codex, opencode, pi, openhands, mini-swe-agent")
 	fs.StringVar(&req.Trajectory, "trajectory", "", "native session `file`")
-	fs.IntVar(&req.AfterStep, "after-step", 0, "replay steps 1..`N` (see 'pvisor inspect')")
-	fs.IntVar(&req.MaxSteps, "max-steps", 0, "total action budget including the replayed prefix (0 = no limit)")
+	decimalVar(fs, &req.AfterStep, "after-step", 0, "replay steps 1..`N` (see 'pvisor inspect')")
+	decimalVar(fs, &req.MaxSteps, "max-steps", 0, "total action budget including the replayed prefix (0 = no limit)")
 	fs.BoolVar(&prepareOnly, "prepare-only", false, "parse, validate and plan; run no tool and no agent")
 	fs.BoolVar(&replayOnly, "replay-only", false, "stop before the agent's first model request")
 	fs.BoolVar(&req.AllowStaleObservations, "allow-stale-observations", false, "reuse recorded observations of tools the replay cannot run (quality becomes degraded)")
@@ -114,7 +114,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "(not supported yet; refused)")
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
-	fs.IntVar(&req.Run.TimeoutMS, "timeout-ms", 0, "overall time limit in `ms` (not supported yet; refused)")
+	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "overall time limit in `ms` (not supported yet; refused)")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
@@ -146,6 +146,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 		}
 		return loadReplayConfig(*config)
 	}
+	req.MaxStepsSet = fs.Changed("max-steps")
 	if prepareOnly && replayOnly {
 		return req, fmt.Errorf("--prepare-only and --replay-only are mutually exclusive")
 	}
