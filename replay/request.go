@@ -35,13 +35,13 @@ func (m Mode) String() string {
 
 // Request is one replay, whether it came from flags or from a TOML file.
 type Request struct {
-	Agent                  string
-	Trajectory             string
-	AfterStep              int
-	MaxSteps               int // total action budget including the prefix; 0 = no limit
+	Agent      string
+	Trajectory string
+	AfterStep  int
+	MaxSteps   int // total action budget including the prefix; 0 = no limit
 	// MaxStepsSet says max_steps was given, so an explicit 0 is refused as
 	// pVisor refuses it rather than read as "no limit".
-	MaxStepsSet bool `json:",omitempty"`
+	MaxStepsSet            bool `json:",omitempty"`
 	Mode                   Mode
 	AllowStaleObservations bool
 	BoundaryUserPrompt     string
