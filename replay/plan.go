@@ -142,6 +142,11 @@ func BuildPlan(req *Request) (*Plan, error) {
 	if err := trajectory.CheckBoundary(t, req.AfterStep); err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}
+	if rc, ok := format.(trajectory.RebuildChecker); ok && req.Mode != PrepareOnly {
+		if err := rc.CheckRebuild(t); err != nil {
+			return nil, decodeFailure(req.Trajectory, err)
+		}
+	}
 	p := &Plan{Format: format, Trajectory: t, SourceSize: size}
 	p.Stale = trajectory.CheckPrefixTools(format, t, req.AfterStep)
 	if len(p.Stale) > 0 && !req.AllowStaleObservations {
