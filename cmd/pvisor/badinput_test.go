@@ -82,7 +82,7 @@ func badCases() []badCase {
 		{name: "TOML max_steps zero", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\nmax_steps = 0\n"),
 			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "max_steps must be positive"},
 		{name: "pi event stream refused before any tool runs", agent: "pi", file: "../../testdata/trajectories/pi/takopi_pi_stream_success.jsonl",
-			raw: []string{"--replay-only", "--agent", "pi", "--trajectory", "{traj}", "--after-step", "1", "--workspace", "{dir}", "--state-dir", "{dir}/state", "--output-dir", "{dir}/out"},
+			raw:      []string{"--replay-only", "--agent", "pi", "--trajectory", "{traj}", "--after-step", "1", "--workspace", "{dir}", "--state-dir", "{dir}/state", "--output-dir", "{dir}/out"},
 			wantExit: 11, wantCat: "unsupported_version", wantMsg: "`pi --mode json` output"},
 		{name: "positional argument", agent: "claude-code", content: claudeBase, args: []string{"extra"}, wantExit: 2, wantMsg: "unexpected argument"},
 		{name: "bad run id", agent: "claude-code", content: claudeBase, args: []string{"--run-id", "a/b"}, wantExit: 2, wantMsg: "run-id"},
