@@ -79,6 +79,10 @@ type ToolCall struct {
 	// Observation is nil while the call has no result in the file.
 	Observation *Observation
 	Locator     Locator // the record(s) that hold the call
+	// Cwd is the working directory the agent recorded for this call, ""
+	// when the format does not record one per call (Claude Code writes the
+	// shell's directory on every entry).
+	Cwd string
 }
 
 // Observation is what the tool returned, as the model saw it.
