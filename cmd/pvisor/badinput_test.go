@@ -84,6 +84,8 @@ func badCases() []badCase {
 		{name: "pi event stream refused before any tool runs", agent: "pi", file: "../../testdata/trajectories/pi/takopi_pi_stream_success.jsonl",
 			raw:      []string{"--replay-only", "--agent", "pi", "--trajectory", "{traj}", "--after-step", "1", "--workspace", "{dir}", "--state-dir", "{dir}/state", "--output-dir", "{dir}/out"},
 			wantExit: 11, wantCat: "unsupported_version", wantMsg: "`pi --mode json` output"},
+		{name: "claude session with a codex rollout appended", agent: "claude-code", content: claudeBase + codexBase, wantExit: 10, wantCat: "trajectory_error", wantMsg: "line 5: a Codex rollout record"},
+		{name: "codex rollout with a claude session appended", agent: "codex", content: codexBase + claudeBase, wantExit: 10, wantCat: "trajectory_error", wantMsg: "line 6: a Claude Code entry"},
 		{name: "positional argument", agent: "claude-code", content: claudeBase, args: []string{"extra"}, wantExit: 2, wantMsg: "unexpected argument"},
 		{name: "bad run id", agent: "claude-code", content: claudeBase, args: []string{"--run-id", "a/b"}, wantExit: 2, wantMsg: "run-id"},
 		{name: "whitespace boundary prompt", agent: "claude-code", content: claudeBase, args: []string{"--boundary-user-prompt", "  "}, wantExit: 2, wantMsg: "non-whitespace"},
