@@ -36,6 +36,15 @@ type Trajectory struct {
 	TornTail *TornTail
 	// Lines is the number of physical lines (JSONL) or top-level records read.
 	Lines int
+	// Joined lists lines holding several records with no newline between
+	// them, which the agent's own loader skips (and so does the decoder).
+	Joined []JoinedLine `json:",omitempty"`
+}
+
+// JoinedLine is one skipped line of joined records.
+type JoinedLine struct {
+	Line    int `json:"line"`
+	Records int `json:"records"`
 }
 
 // TornTail describes an ignored, unterminated final line.

@@ -33,7 +33,10 @@ type inspectJSON struct {
 	Version   string               `json:"version"`
 	SessionID string               `json:"session_id"`
 	TornTail  *trajectory.TornTail `json:"torn_tail,omitempty"`
-	Steps     []inspectStep        `json:"steps"`
+	// JoinedLines are lines holding several records with no newline
+	// between them; the agent's loader skips them, and so does pvisor.
+	JoinedLines []trajectory.JoinedLine `json:"joined_lines,omitempty"`
+	Steps       []inspectStep           `json:"steps"`
 }
 
 type inspectStep struct {
@@ -117,7 +120,7 @@ func decodeForInspect(path, agent string) (*trajectory.Trajectory, int, error) {
 }
 
 func toInspectJSON(t *trajectory.Trajectory) inspectJSON {
-	out := inspectJSON{Agent: t.Agent, Version: t.Version, SessionID: t.SessionID, TornTail: t.TornTail, Steps: []inspectStep{}}
+	out := inspectJSON{Agent: t.Agent, Version: t.Version, SessionID: t.SessionID, TornTail: t.TornTail, JoinedLines: t.Joined, Steps: []inspectStep{}}
 	for i := range t.Actions {
 		a := &t.Actions[i]
 		s := inspectStep{Complete: a.Complete(), NativeLocator: a.Locator, Text: a.Text, ToolCalls: []inspectCall{}}
@@ -141,6 +144,9 @@ func printInspectTable(w io.Writer, out inspectJSON) {
 	fmt.Fprintf(w, "%s %s, session %s, %d steps\n", out.Agent, version, orDash(out.SessionID), countSteps(out))
 	if out.TornTail != nil {
 		fmt.Fprintf(w, "note: torn final line %d (%d bytes, no newline) was ignored\n", out.TornTail.Line, out.TornTail.Bytes)
+	}
+	for _, j := range out.JoinedLines {
+		fmt.Fprintf(w, "note: line %d holds %d records joined without a newline; %s skips it as malformed, and so does this reading\n", j.Line, j.Records, out.Agent)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tCOMPLETE\tNATIVE\tACTION")
