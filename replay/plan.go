@@ -106,7 +106,7 @@ func OpenTrajectory(path string) (*os.File, int64, error) {
 // boundary and the prefix tools, and builds the manifest.
 func BuildPlan(req *Request) (*Plan, error) {
 	// Only a replay compares observations; a plan needs just their shape.
-	opts := trajectory.Options{SkipObservationContent: req.Mode == PrepareOnly}
+	opts := trajectory.Options{SkipObservationContent: req.Mode == PrepareOnly, Instance: req.Instance}
 	format, ok := lookupFormat(req.Agent)
 	if !ok {
 		return nil, fail(result.ConfigurationError, "unknown agent %q (supported: %s)", req.Agent, strings.Join(agentNames(), ", "))

@@ -37,8 +37,11 @@ func (m Mode) String() string {
 type Request struct {
 	Agent      string
 	Trajectory string
-	AfterStep  int
-	MaxSteps   int // total action budget including the prefix; 0 = no limit
+	// Instance picks one instance (instance_id) of an OpenHands
+	// evaluation output.jsonl holding several.
+	Instance  string `json:",omitempty"`
+	AfterStep int
+	MaxSteps  int // total action budget including the prefix; 0 = no limit
 	// MaxStepsSet says max_steps was given, so an explicit 0 is refused as
 	// pVisor refuses it rather than read as "no limit".
 	MaxStepsSet            bool `json:",omitempty"`
@@ -126,6 +129,9 @@ func (r *Request) Validate() error {
 		return configErr("--timeout-ms ([run] timeout_ms) is not supported yet; remove it")
 	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off", r.Overlaynet.Policy != "":
 		return configErr("[overlaynet] is not supported yet; remove the table or set mode = \"off\"")
+	}
+	if r.Instance != "" && r.Agent != "openhands" {
+		return configErr("--instance selects an instance of an OpenHands output.jsonl; %s sessions hold one session per file", r.Agent)
 	}
 	if _, ok := lookupFormat(r.Agent); !ok {
 		return configErr("unknown agent %q (supported: %s)", r.Agent, strings.Join(agentNames(), ", "))

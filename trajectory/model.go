@@ -36,6 +36,9 @@ type Trajectory struct {
 	TornTail *TornTail
 	// Lines is the number of physical lines (JSONL) or top-level records read.
 	Lines int
+	// Offset is where the decoded record starts in the file when it is one
+	// of several (Options.Instance); locators count from there.
+	Offset int64 `json:",omitempty"`
 	// Joined lists lines holding several records with no newline between
 	// them, which the agent's own loader skips (and so does the decoder).
 	Joined []JoinedLine `json:",omitempty"`

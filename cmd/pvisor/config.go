@@ -25,6 +25,7 @@ type replayFile struct {
 type replayTable struct {
 	Agent                  string   `toml:"agent"`
 	Trajectory             string   `toml:"trajectory"`
+	Instance               string   `toml:"instance"`
 	AfterStep              int      `toml:"after_step"`
 	MaxSteps               *int     `toml:"max_steps"`
 	PrepareOnly            bool     `toml:"prepare_only"`
@@ -90,7 +91,7 @@ func loadReplayConfig(path string) (*replay.Request, error) {
 		return filepath.Join(base, p)
 	}
 	*req = replay.Request{
-		Agent: r.Agent, Trajectory: rel(r.Trajectory), AfterStep: r.AfterStep,
+		Agent: r.Agent, Trajectory: rel(r.Trajectory), Instance: r.Instance, AfterStep: r.AfterStep,
 		AllowStaleObservations: r.AllowStaleObservations, BoundaryUserPrompt: r.BoundaryUserPrompt,
 		RunID: r.RunID, SessionID: r.SessionID, Workspace: rel(r.Workspace), StateRoot: rel(r.StateDir),
 		OutputRoot: rel(r.OutputDir), AgentEntrypoint: rel(r.AgentEntrypoint), AgentArgs: r.AgentArgs,

@@ -97,6 +97,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	config := fs.String("config", "", "read the request from a TOML `file` ([replay], [run], [overlayfs], [overlaynet])")
 	fs.StringVar(&req.Agent, "agent", "", "agent that wrote the trajectory: claude-code, codex, opencode, pi, openhands, mini-swe-agent")
 	fs.StringVar(&req.Trajectory, "trajectory", "", "native session `file`")
+	fs.StringVar(&req.Instance, "instance", "", "instance `id` to replay from an OpenHands output.jsonl holding several ('pvisor inspect' lists them)")
 	decimalVar(fs, &req.AfterStep, "after-step", 0, "replay steps 1..`N` (see 'pvisor inspect')")
 	decimalVar(fs, &req.MaxSteps, "max-steps", 0, "total action budget including the replayed prefix (0 = no limit)")
 	fs.BoolVar(&prepareOnly, "prepare-only", false, "parse, validate and plan; run no tool and no agent")

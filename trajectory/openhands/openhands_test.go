@@ -2,6 +2,8 @@ package openhands
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -207,4 +209,58 @@ func TestWritePrefixInterleaved(t *testing.T) {
 			t.Errorf("step %d prefix decodes to %d steps", tc.step, got)
 		}
 	}
+}
+
+// --instance picks one line of a multi-instance output.jsonl: the decoded
+// trajectory and its prefix are those of that line on its own.
+func TestInstance(t *testing.T) {
+	multi, err := os.ReadFile(filepath.Join(corpusDir, "ohands_multi_swe_bench_output.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := Instances(bytes.NewReader(multi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, in := range insts {
+		ids = append(ids, fmt.Sprintf("%s@%d", in.ID, in.Line))
+	}
+	if d := cmp.Diff([]string{"ponylang__ponyc-4595@1", "ponylang__ponyc-4593@2", "ponylang__ponyc-4588@3"}, ids); d != "" {
+		t.Errorf("instances (-want +got):\n%s", d)
+	}
+	for _, tc := range []struct{ id, single string }{
+		{"ponylang__ponyc-4595", "ohands_multi_swe_bench_output.instance1.jsonl"},
+		{"ponylang__ponyc-4593", "ohands_multi_swe_bench_output.instance2.jsonl"},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			one, err := os.ReadFile(filepath.Join(corpusDir, tc.single))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := decodeBytes(t, one)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := New().Decode(bytes.NewReader(multi), trajectory.Options{Instance: tc.id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(formattest.Summary(want), formattest.Summary(got)); d != "" {
+				t.Errorf("(-single +selected):\n%s", d)
+			}
+			var wp, gp bytes.Buffer
+			if err := New().WritePrefix(&wp, bytes.NewReader(one), int64(len(one)), want, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := New().WritePrefix(&gp, bytes.NewReader(multi), int64(len(multi)), got, 1); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(wp.Bytes(), gp.Bytes()) {
+				t.Errorf("prefix of the selected instance differs from the single-instance file's")
+			}
+		})
+	}
+	_, err = New().Decode(bytes.NewReader(multi), trajectory.Options{Instance: "nope"})
+	formattest.CheckError(t, err, formattest.Malformed(0, `no instance "nope" in this output.jsonl (it has ponylang__ponyc-4595, ponylang__ponyc-4593, ponylang__ponyc-4588)`))
 }

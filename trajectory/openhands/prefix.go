@@ -30,6 +30,10 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 			Msg:  "2024-era flat OpenHands events (no args/extras) cannot be loaded by the current ReplayManager",
 			Hint: "re-run the task with an OpenHands version that writes V0 events with args/extras"}
 	}
+	if t.Offset > 0 {
+		// One instance of a multi-instance output.jsonl: its line.
+		src, size = io.NewSectionReader(src, t.Offset, size-t.Offset), size-t.Offset
+	}
 	d, err := jsondoc.OpenRecords(io.NewSectionReader(src, 0, size), records)
 	if err != nil {
 		return err
