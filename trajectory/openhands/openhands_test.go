@@ -264,3 +264,31 @@ func TestInstance(t *testing.T) {
 	_, err = New().Decode(bytes.NewReader(multi), trajectory.Options{Instance: "nope"})
 	formattest.CheckError(t, err, formattest.Malformed(0, `no instance "nope" in this output.jsonl (it has ponylang__ponyc-4595, ponylang__ponyc-4593, ponylang__ponyc-4588)`))
 }
+
+// pVisor's contract case: actions without response ids are separate steps;
+// step 1's observation arrives after step 2's action and stays, step 2's
+// action and observation do not.
+func TestWritePrefixLateObservation(t *testing.T) {
+	src := `[
+{"id":0,"source":"user","action":"message","args":{"content":"prepare complete batch"}},
+{"id":7,"source":"agent","action":"run","args":{"command":"printf selected"}},
+{"id":9,"source":"agent","action":"run","args":{"command":"printf next"}},
+{"id":12,"source":"environment","observation":"run","cause":7,"message":"historical observation\n","args":{"metadata":{"exit_code":7}}},
+{"id":13,"source":"environment","observation":"run","cause":9,"message":"future observation","args":{"metadata":{"exit_code":0}}}
+]`
+	tr, err := decodeBytes(t, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := New().WritePrefix(&out, strings.NewReader(src), int64(len(src)), tr, 1); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, e := range gjson.ParseBytes(out.Bytes()).Array() {
+		ids = append(ids, e.Get("id").Int())
+	}
+	if d := cmp.Diff([]int64{0, 7, 12}, ids); d != "" {
+		t.Errorf("prefix events (-want +got):\n%s", d)
+	}
+}
