@@ -144,7 +144,6 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 		}
 		defer f.Close()
 		logs[name] = f
-		r.artifact("log", "text", f.Name())
 	}
 	activity := &atomic.Int64{}
 	conv := staged.Conversation()
@@ -243,13 +242,6 @@ func (r *run) finishContinuation(ct *continuation) error {
 	}); err != nil {
 		return fail(result.InternalError, "journal: %v", err)
 	}
-	if r.summary != nil {
-		r.summary.ContinuationStatus, r.summary.ContinuedSteps = status, r.res.ContinuedSteps
-		r.summary.BoundaryUserPrompt = r.res.Metadata["boundary_user_prompt"].(map[string]any)
-		if err := result.WriteJSON(filepath.Join(r.outputDir, "replay-summary.json"), r.summary); err != nil {
-			return fail(result.WorkspaceError, "replay-summary.json: %v", err)
-		}
-	}
 	if failure != nil {
 		return failure
 	}
@@ -305,12 +297,9 @@ func (r *run) idle() time.Duration {
 // own format.
 func (r *run) writeContinued(session []byte) (*trajectory.Trajectory, error) {
 	p := r.plan
-	ext := trajectory.PrefixExt(p.Format, p.Trajectory)
-	path := filepath.Join(r.outputDir, "native", "continued-session."+ext)
-	if err := result.WriteFile(path, session); err != nil {
+	if _, err := r.nativeArtifact(nativeContinued, trajectory.PrefixExt(p.Format, p.Trajectory), session); err != nil {
 		return nil, fail(result.WorkspaceError, "continued session: %v", err)
 	}
-	r.artifact("native_continued_session", p.Format.Agent()+"/native-"+ext, path)
 	t, err := p.Format.Decode(bytes.NewReader(session), trajectory.Options{})
 	if err != nil {
 		// The session is kept for inspection; only the measurements are lost.
@@ -335,7 +324,7 @@ func (r *run) compareNextAction(continued *trajectory.Trajectory, injected bool)
 		r.res.Metadata["next_action_comparison"] = map[string]any{"written": true,
 			"replayed_paths_mapped": map[string]string{"from": back.From, "to": back.To}}
 	}
-	return r.writeJSONArtifact("next-action-comparison.json", "next_action_comparison", result.NextActionSchema, cmp)
+	return r.writeJSONArtifact("next-action-comparison.json", RoleNextActionComparison, FormatNextAction, cmp)
 }
 
 // promptMetadata completes boundary_user_prompt from the envelope's counts.

@@ -95,7 +95,7 @@ func TestContinueCompletes(t *testing.T) {
 		*res.Agent.Version != "0.171.0" {
 		t.Fatalf("result: %s\nstderr: %s", res.Line(), stderrOf(f))
 	}
-	cont, err := os.ReadFile(f.out("native/continued-session.jsonl"))
+	cont, err := os.ReadFile(f.out("native/continued-trajectory.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -253,9 +253,11 @@ func (r *run) writeOutputs() {
 	if r.journal != nil {
 		dst := filepath.Join(r.outputDir, result.JournalFile)
 		if err := r.journal.CopyTo(dst); err == nil {
-			r.artifact("replay_events", "sandbox-playback/events-v1", dst)
+			r.artifact(RoleEvents, FormatEvents, dst)
 		}
 	}
+	r.writeSummary()
+	r.addLogsArtifact()
 	if err := result.WriteJSON(filepath.Join(r.outputDir, "result.json"), r.res); err != nil {
 		r.res.Metadata["result_write_error"] = fmt.Sprint(err)
 	}

@@ -151,7 +151,7 @@ func TestReplayOnlyComparesAndRebuilds(t *testing.T) {
 	if d := cmp.Diff(want, comps); d != "" {
 		t.Errorf("observation comparison (-want +got):\n%s", d)
 	}
-	rebuilt, _ := os.ReadFile(filepath.Join(out, "native", "reconstructed-session.jsonl"))
+	rebuilt, _ := os.ReadFile(filepath.Join(out, "native", "reconstructed-trajectory.jsonl"))
 	if got := string(rebuilt); got != "{\"id\":\"c1\",\"obs\":\"hello\\n\"}\n{\"id\":\"c2\",\"obs\":\"fresh\\n\"}\n" {
 		t.Errorf("rebuilt session:\n%s", got)
 	}
@@ -208,7 +208,7 @@ func TestReplayStaleObservationIsReusedAndDegrades(t *testing.T) {
 	if res.Failure != nil || res.Quality != result.QualityDegraded || res.ReplayedToolCalls != 0 {
 		t.Fatalf("stale run: %+v %+v", res.Failure, res)
 	}
-	rebuilt, _ := os.ReadFile(filepath.Join(dir, "out", "b", "native", "reconstructed-session.jsonl"))
+	rebuilt, _ := os.ReadFile(filepath.Join(dir, "out", "b", "native", "reconstructed-trajectory.jsonl"))
 	if !strings.Contains(string(rebuilt), "from the web") {
 		t.Errorf("stale observation not reused: %s", rebuilt)
 	}
