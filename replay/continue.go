@@ -236,8 +236,12 @@ func (r *run) finishContinuation(ct *continuation) error {
 
 	status, failure := r.classify(ct)
 	r.res.AgentStatus = status
+	// pVisor's payload (return_code, continued_steps,
+	// boundary_user_prompt_injected), then ours.
 	if err := r.journal.Append(eventContinuationFinished, map[string]any{
-		"agent_status": status, "continued_steps": r.res.ContinuedSteps, "stop_reason": ct.stop.String(),
+		"return_code": ct.code, "continued_steps": r.res.ContinuedSteps,
+		"boundary_user_prompt_injected": ct.report.PromptInjected > 0,
+		"agent_status": status, "stop_reason": ct.stop.String(),
 		"exit_code": ct.code, "requests_forwarded": ct.stats.Forwarded, "requests_refused": ct.stats.Refused,
 	}); err != nil {
 		return fail(result.InternalError, "journal: %v", err)

@@ -92,14 +92,23 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.allocate(); err != nil {
 		return err
 	}
+	// pVisor's payloads first; "mode", "batches" and "stale_calls" are ours.
+	var promptSHA *string
+	if p := r.req.BoundaryUserPrompt; p != "" {
+		sum := sha256.Sum256([]byte(p))
+		s := hex.EncodeToString(sum[:])
+		promptSHA = &s
+	}
 	if err := r.journal.Append(result.EventRunStarted, map[string]any{
 		"run_id": r.req.RunID, "agent": plan.Format.Agent(), "mode": r.req.Mode.String(),
 		"source_sha256": plan.Manifest.Source.SHA256, "after_step": r.req.AfterStep,
 		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
+		"boundary_user_prompt_sha256":    promptSHA,
 	}); err != nil {
 		return fail(result.InternalError, "journal: %v", err)
 	}
 	if err := r.journal.Append(result.EventPlanValidated, map[string]any{
+		"profile":    plan.Manifest.Agent.Profile,
 		"tool_calls": plan.Manifest.Boundary.ToolCalls, "batches": len(plan.Manifest.Batches),
 		"stale_calls": len(plan.Stale),
 	}); err != nil {
@@ -187,13 +196,32 @@ func (r *run) allocate() error {
 	}
 	if err := os.Mkdir(outputDir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return configErr("output dir %s already exists; every run needs its own (choose a new --run-id or --output-dir)", outputDir)
+			// An executor error (30), as pVisor reports a reused run id.
+			return fail(result.ExecutorError, "output dir %s already exists; every run needs its own (choose a new --run-id or --output-dir)", outputDir)
 		}
 		return fail(result.WorkspaceError, "output dir: %v", err)
 	}
 	r.outputDir = outputDir
 	r.res.OutputDir = &outputDir
 	return nil
+}
+
+// LocationHints are the state and output dirs a request's run has (or
+// would have): <root>/<run id>, absolute. nil when the run id is not known
+// yet or a root cannot be made absolute.
+func LocationHints(req *Request) (stateDir, outputDir *string) {
+	if req == nil || req.RunID == "" || !runIDPattern.MatchString(req.RunID) {
+		return nil, nil
+	}
+	hint := func(root, def string) *string {
+		abs, err := filepath.Abs(orDefault(root, def))
+		if err != nil {
+			return nil
+		}
+		p := filepath.Join(abs, req.RunID)
+		return &p
+	}
+	return hint(req.StateRoot, DefaultStateRoot), hint(req.OutputRoot, DefaultOutputRoot)
 }
 
 func orDefault(s, def string) string {
@@ -235,6 +263,13 @@ func (r *run) finishFailure(err error) {
 		f = &Failure{Category: result.InternalError, Message: err.Error()}
 	}
 	r.res.Fail(f.Category, f.Message)
+	if r.outputDir == "" {
+		// Before the run had its output dir: pVisor's reduced object,
+		// with the directories the run would have had.
+		r.res.MarkEarly()
+		r.res.StateDir, r.res.OutputDir = LocationHints(r.req)
+		return
+	}
 	if r.res.Phase == nil {
 		r.res.SetPhase(result.PhasePrepared)
 	}

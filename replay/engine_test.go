@@ -216,17 +216,13 @@ func TestReplayStaleObservationIsReusedAndDegrades(t *testing.T) {
 
 func readEvents(t *testing.T, path string) []string {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	recs, err := result.ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var rec struct{ Event string }
-		json.Unmarshal([]byte(l), &rec)
-		if rec.Event != "" {
-			out = append(out, rec.Event)
-		}
+	for i := range recs {
+		out = append(out, recs[i].Name())
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/pvisor/pvisor/result"
@@ -41,13 +42,18 @@ type Manifest struct {
 	Batches       []ManifestBatch `json:"batches"`
 }
 
-// ManifestAgent names the agent and the version recorded in the file.
+// ManifestAgent names the agent, the version recorded in the file (null
+// when the file records none) and the profile the plan was read with.
 type ManifestAgent struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
+	Name    string  `json:"name"`
+	Version *string `json:"version"`
+	// Profile names how the trajectory was read: the agent as pVisor
+	// names it and the native sub-format, e.g. "claude-code/session-jsonl".
+	Profile string `json:"profile"`
 }
 
-// ManifestSource identifies the exact input bytes.
+// ManifestSource identifies the exact input bytes. Path is canonical
+// (absolute, symbolic links of its directories resolved), as pVisor writes it.
 type ManifestSource struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
@@ -61,10 +67,13 @@ type Boundary struct {
 	ToolCalls         int  `json:"tool_calls"`
 }
 
-// ManifestBatch is one step of the prefix.
+// ManifestBatch is one step of the prefix. NativeLocator is a string, as
+// in pVisor's manifest ("lines 4-7", "events 3-6"); Locator is ours, with
+// the unit, the record range and the byte range.
 type ManifestBatch struct {
 	Ordinal       int                `json:"ordinal"`
-	NativeLocator trajectory.Locator `json:"native_locator"`
+	NativeLocator string             `json:"native_locator"`
+	Locator       trajectory.Locator `json:"locator"`
 	ToolCalls     []ManifestCall     `json:"tool_calls"`
 }
 
@@ -159,8 +168,8 @@ func BuildPlan(req *Request) (*Plan, error) {
 	}
 	m := Manifest{
 		SchemaVersion: ManifestSchema,
-		Agent:         ManifestAgent{Name: format.Agent(), Version: t.Version},
-		Source:        ManifestSource{Path: req.Trajectory, SHA256: sum},
+		Agent:         ManifestAgent{Name: format.Agent(), Version: optional(t.Version), Profile: Profile(format.Agent(), t.Format)},
+		Source:        ManifestSource{Path: canonicalPath(req.Trajectory), SHA256: sum},
 		Boundary: Boundary{AfterStep: req.AfterStep, CompleteToolBatch: true,
 			PrefixModelTurns: format.PrefixModelTurns(t, req.AfterStep)},
 		Batches: []ManifestBatch{},
@@ -169,7 +178,7 @@ func BuildPlan(req *Request) (*Plan, error) {
 		if a.Step > req.AfterStep {
 			break
 		}
-		b := ManifestBatch{Ordinal: a.Step, NativeLocator: a.Locator}
+		b := ManifestBatch{Ordinal: a.Step, NativeLocator: a.Locator.String(), Locator: a.Locator}
 		for i, c := range a.Calls {
 			b.ToolCalls = append(b.ToolCalls, ManifestCall{Ordinal: i + 1, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -178,6 +187,39 @@ func BuildPlan(req *Request) (*Plan, error) {
 	}
 	p.Manifest = m
 	return p, nil
+}
+
+// Profile names how a trajectory of agent in sub-format was read.
+func Profile(agent, subFormat string) string {
+	label := agent
+	if l, ok := nativeLayouts[agent]; ok {
+		label = l.label
+	}
+	if subFormat == "" {
+		return label
+	}
+	return label + "/" + subFormat
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// canonicalPath is path made absolute with the symbolic links of its
+// directories resolved (the file itself is never a link: OpenTrajectory
+// refuses those). On an error the absolute path is the best there is.
+func canonicalPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
 }
 
 type hashingReader struct {

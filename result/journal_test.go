@@ -62,7 +62,7 @@ func TestJournalRepairsTornTail(t *testing.T) {
 	j.Close()
 	path := filepath.Join(dir, JournalFile)
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString(`{"seq":2,"event":"tool_sta`)
+	f.WriteString(`{"position":{"journal":"x","offset":1},"event":{"version":5,"id":"tool_sta`)
 	f.Close()
 
 	j, err = OpenJournal(dir)
@@ -75,7 +75,7 @@ func TestJournalRepairsTornTail(t *testing.T) {
 	j.Close()
 	data, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[2], `"seq":2`) || !strings.Contains(lines[2], EventRunFinished) {
+	if len(lines) != 3 || !strings.Contains(lines[2], `"offset":1}`) || !strings.Contains(lines[2], `"name":"`+EventRunFinished+`"`) {
 		t.Fatalf("journal after repair:\n%s", data)
 	}
 }

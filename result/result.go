@@ -2,6 +2,11 @@
 // journal and the JSON artifacts a run leaves behind, all written atomically.
 package result
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // SchemaVersion is the result contract shared with existing sandbox-playback tooling.
 const SchemaVersion = "sandbox-playback.result/v3"
 
@@ -47,6 +52,8 @@ type Result struct {
 	Failure           *Failure       `json:"failure"`
 	Retryable         bool           `json:"retryable"`
 	Metadata          map[string]any `json:"metadata"`
+
+	early bool // failed before the run had directories (see MarkEarly)
 }
 
 // Agent identifies the agent a run is for.
@@ -82,6 +89,34 @@ func New(runID, agent string) *Result {
 		Artifacts:     []Artifact{},
 		Metadata:      map[string]any{},
 	}
+}
+
+// MarkEarly marks a failure that came before the run allocated its state
+// and output directories. pVisor prints its reduced object then, with phase
+// and quality null; ours keeps the other v3 fields too (additions a reader
+// of the reduced object ignores).
+func (r *Result) MarkEarly() {
+	r.early = true
+	r.Phase = nil
+}
+
+// MarshalJSON writes quality as null for an early failure.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	var v any = (*plain)(r)
+	if r.early {
+		v = struct {
+			*plain
+			Quality *string `json:"quality"`
+		}{plain: (*plain)(r)}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // SetPhase sets the phase.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pvisor/pvisor/result"
 )
 
 // Minimal Claude Code session: a prompt, one Bash call and its result, a
@@ -113,10 +115,15 @@ func badCases() []badCase {
 		{name: "codex output without call", agent: "codex", content: strings.Replace(codexBase, `"call_id":"c1","output"`, `"call_id":"c9","output"`, 1), wantExit: 10, wantMsg: "c9"},
 		{name: "codex line not an object", agent: "codex", content: replaceLine(codexBase, 2, `"just a string"`), wantExit: 10, wantMsg: "line 2"},
 		{name: "output dir reused", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) { os.MkdirAll(filepath.Join(dir, "out", "r1"), 0o700) },
-			args: []string{"--run-id", "r1"}, wantExit: 2, wantMsg: "already exists"},
+			args: []string{"--run-id", "r1"}, wantExit: 30, wantCat: "executor_error", wantMsg: "already exists"},
 		{name: "ambiguous state dir", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) {
 			os.MkdirAll(filepath.Join(dir, "state", "r1"), 0o700)
-			os.WriteFile(filepath.Join(dir, "state", "r1", "replay-events.jsonl"), []byte("{\"format\":\"pvisor.journal/v1\"}\n{\"seq\":1,\"event\":\"tool_started\",\"data\":{\"call_id\":\"t1\"}}\n"), 0o600)
+			j, err := result.OpenJournal(filepath.Join(dir, "state", "r1"))
+			if err != nil {
+				panic(err)
+			}
+			j.Append(result.EventToolStarted, map[string]string{"call_id": "t1"})
+			j.Close()
 		}, args: []string{"--run-id", "r1"}, wantExit: 31, wantCat: "ambiguous_execution", wantMsg: "t1"},
 	}
 }

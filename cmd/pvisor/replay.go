@@ -60,6 +60,8 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		res = result.New(req.RunID, req.Agent)
 		res.Fail(result.ConfigurationError, err.Error())
+		res.MarkEarly()
+		res.StateDir, res.OutputDir = replay.LocationHints(req)
 	} else {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		res = replay.Run(ctx, req)
