@@ -241,7 +241,7 @@ func (r *run) finishContinuation(ct *continuation) error {
 	if err := r.journal.Append(eventContinuationFinished, map[string]any{
 		"return_code": ct.code, "continued_steps": r.res.ContinuedSteps,
 		"boundary_user_prompt_injected": ct.report.PromptInjected > 0,
-		"agent_status": status, "stop_reason": ct.stop.String(),
+		"agent_status":                  status, "stop_reason": ct.stop.String(),
 		"exit_code": ct.code, "requests_forwarded": ct.stats.Forwarded, "requests_refused": ct.stats.Refused,
 	}); err != nil {
 		return fail(result.InternalError, "journal: %v", err)
