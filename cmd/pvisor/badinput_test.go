@@ -92,6 +92,7 @@ func badCases() []badCase {
 		{name: "openhands multi-instance with --instance", agent: "openhands", file: "../../testdata/trajectories/openhands/ohands_multi_swe_bench_output.jsonl", args: []string{"--instance", "ponylang__ponyc-4588"}, wantExit: 0},
 		{name: "openhands unknown --instance", agent: "openhands", file: "../../testdata/trajectories/openhands/ohands_multi_swe_bench_output.jsonl", args: []string{"--instance", "x"}, wantExit: 10, wantMsg: `no instance "x"`},
 		{name: "--instance for another agent", agent: "claude-code", content: claudeBase, args: []string{"--instance", "x"}, wantExit: 2, wantMsg: "--instance selects an instance of an OpenHands output.jsonl"},
+		{name: "pi-agent is pi", agent: "pi-agent", content: piBase, wantExit: 0},
 		{name: "positional argument", agent: "claude-code", content: claudeBase, args: []string{"extra"}, wantExit: 2, wantMsg: "unexpected argument"},
 		{name: "bad run id", agent: "claude-code", content: claudeBase, args: []string{"--run-id", "a/b"}, wantExit: 2, wantMsg: "run-id"},
 		{name: "whitespace boundary prompt", agent: "claude-code", content: claudeBase, args: []string{"--boundary-user-prompt", "  "}, wantExit: 2, wantMsg: "non-whitespace"},
