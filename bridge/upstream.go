@@ -44,6 +44,9 @@ type UpstreamConfig struct {
 	// Transport overrides the default transport (tests). The default never uses a
 	// proxy from the environment and never negotiates compression.
 	Transport http.RoundTripper
+	// Headers are set on every forwarded request, over the client's (the
+	// model router's session key, X-LiteLLM-Session-ID).
+	Headers http.Header
 }
 
 // Defaults used when neither the options nor the environment name a base URL.
@@ -79,6 +82,7 @@ type HTTPUpstream struct {
 	authName  string // header that carries the credential, "" for none
 	authValue string
 	secret    string // the bare key, scrubbed from error messages
+	headers   http.Header
 	rt        http.RoundTripper
 }
 
@@ -114,7 +118,10 @@ func NewHTTPUpstream(cfg UpstreamConfig) (*HTTPUpstream, error) {
 	}
 	base.Path = strings.TrimSuffix(base.Path, "/")
 	base.RawPath = ""
-	u := &HTTPUpstream{proto: cfg.Protocol, base: base, rt: cfg.Transport}
+	u := &HTTPUpstream{proto: cfg.Protocol, base: base, rt: cfg.Transport, headers: http.Header{}}
+	for k, v := range cfg.Headers {
+		u.headers[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+	}
 	switch {
 	case cfg.Protocol == Anthropic && cfg.APIKey != "":
 		u.authName, u.authValue, u.secret = "X-Api-Key", cfg.APIKey, cfg.APIKey
@@ -203,6 +210,9 @@ func (u *HTTPUpstream) Send(ctx context.Context, req *Request) (*http.Response, 
 		hr.Header = http.Header{}
 	}
 	stripRequestHeaders(hr.Header) // a Conversation may have added some back
+	for k, v := range u.headers {
+		hr.Header[k] = append([]string(nil), v...)
+	}
 	if u.authName != "" {
 		hr.Header.Set(u.authName, u.authValue)
 	}

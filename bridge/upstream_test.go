@@ -415,3 +415,26 @@ func TestUpstreamTargets(t *testing.T) {
 		}
 	}
 }
+
+// UpstreamConfig.Headers (the model router's session key) reach the
+// upstream on every request, over a client's own value.
+func TestUpstreamHeaders(t *testing.T) {
+	for _, p := range []Protocol{Responses, Anthropic} {
+		var c capture
+		srv := handlerUpstream(t, p, c.handler(200, nil, "{}"))
+		up, err := NewHTTPUpstream(UpstreamConfig{Protocol: p, BaseURL: srv.base.String(), APIKey: upstreamKey,
+			Headers: http.Header{"X-LiteLLM-Session-ID": {"run-7"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := startBridge(t, Options{Upstream: up})
+		r := newReq(t, s, http.MethodPost, pathFor(p), requestBody(p, false))
+		r.Header.Set("X-LiteLLM-Session-ID", "from-the-agent")
+		if res, body := do(t, r); res.StatusCode != 200 {
+			t.Fatalf("%d %s", res.StatusCode, body)
+		}
+		if got := c.header.Values("X-LiteLLM-Session-ID"); len(got) != 1 || got[0] != "run-7" {
+			t.Errorf("%s: upstream got session id %q", p, got)
+		}
+	}
+}

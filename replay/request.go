@@ -123,8 +123,6 @@ func (r *Request) Validate() error {
 	switch {
 	case r.DisableThinking:
 		return configErr("--disable-thinking (disable_thinking) is not supported yet; remove it")
-	case r.SessionID != "":
-		return configErr("--session-id (session_id) is not supported yet; remove it")
 	case r.Run.TimeoutMS != 0:
 		return configErr("--timeout-ms ([run] timeout_ms) is not supported yet; remove it")
 	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off", r.Overlaynet.Policy != "":

@@ -57,7 +57,8 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 		if err != nil {
 			return nil, nil, configErr("--upstream: %v, or %s", err, UpstreamRecorded)
 		}
-		cfg := bridge.UpstreamConfig{Protocol: p}.FillFromEnv(os.Getenv)
+		cfg := bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders()}.FillFromEnv(os.Getenv)
+		meta["session_id"] = r.sessionID()
 		switch {
 		case p == bridge.Chat && l.Protocol() == bridge.Anthropic:
 			// Claude Code on an OpenAI-compatible server (vLLM, LiteLLM):
@@ -119,4 +120,24 @@ type activeBody struct {
 func (b activeBody) Read(p []byte) (int, error) {
 	b.activity.Add(1)
 	return b.ReadCloser.Read(p)
+}
+
+// RouterSessionHeader carries the model-router session key upstream, as
+// pVisor sends it (LiteLLM routes and bills by it).
+const RouterSessionHeader = "X-LiteLLM-Session-ID"
+
+// sessionID is the model-router key: --session-id, else the run id; never
+// the native session id, which a router would mix across replays of the
+// same recording.
+func (r *run) sessionID() string {
+	if r.req.SessionID != "" {
+		return r.req.SessionID
+	}
+	return r.req.RunID
+}
+
+func (r *run) routerHeaders() http.Header {
+	h := http.Header{}
+	h.Set(RouterSessionHeader, r.sessionID())
+	return h
 }

@@ -107,7 +107,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.BoolVar(&req.AllowStaleObservations, "allow-stale-observations", false, "reuse recorded observations of tools the replay cannot run (quality becomes degraded)")
 	fs.StringVar(&req.BoundaryUserPrompt, "boundary-user-prompt", "", "user `text` appended after the boundary observation (only its length and sha256 are recorded)")
 	fs.StringVar(&req.RunID, "run-id", "", "run `id` ([A-Za-z0-9_-]+; default replay-<uuid>)")
-	fs.StringVar(&req.SessionID, "session-id", "", "model-router session key (not supported yet; refused)")
+	fs.StringVar(&req.SessionID, "session-id", "", "model-router session `key` sent upstream as X-LiteLLM-Session-ID (default: the run id)")
 	fs.StringVar(&req.Workspace, "workspace", "", "`dir` the tools run in (default: current directory)")
 	fs.StringVar(&req.StateRoot, "state-dir", "", "root `dir` of per-run state (default "+replay.DefaultStateRoot+")")
 	fs.StringVar(&req.OutputRoot, "output-dir", "", "root `dir` of per-run outputs (default "+replay.DefaultOutputRoot+")")
@@ -150,6 +150,9 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 		return loadReplayConfig(*config)
 	}
 	req.MaxStepsSet = fs.Changed("max-steps")
+	if fs.Changed("session-id") && req.SessionID == "" {
+		return req, fmt.Errorf("--session-id: session_id must be non-empty and contain no NUL, CR, or LF")
+	}
 	if prepareOnly && replayOnly {
 		return req, fmt.Errorf("--prepare-only and --replay-only are mutually exclusive")
 	}
