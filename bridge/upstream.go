@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -47,6 +48,10 @@ type UpstreamConfig struct {
 	// Headers are set on every forwarded request, over the client's (the
 	// model router's session key, X-LiteLLM-Session-ID).
 	Headers http.Header
+	// BodyFields are set at the top level of every forwarded JSON body
+	// after the bridge checked it (--disable-thinking's
+	// chat_template_kwargs); an object value merges into an object member.
+	BodyFields map[string]json.RawMessage
 }
 
 // Defaults used when neither the options nor the environment name a base URL.
@@ -83,6 +88,7 @@ type HTTPUpstream struct {
 	authValue string
 	secret    string // the bare key, scrubbed from error messages
 	headers   http.Header
+	fields    map[string]json.RawMessage
 	rt        http.RoundTripper
 }
 
@@ -118,7 +124,7 @@ func NewHTTPUpstream(cfg UpstreamConfig) (*HTTPUpstream, error) {
 	}
 	base.Path = strings.TrimSuffix(base.Path, "/")
 	base.RawPath = ""
-	u := &HTTPUpstream{proto: cfg.Protocol, base: base, rt: cfg.Transport, headers: http.Header{}}
+	u := &HTTPUpstream{proto: cfg.Protocol, base: base, rt: cfg.Transport, headers: http.Header{}, fields: cfg.BodyFields}
 	for k, v := range cfg.Headers {
 		u.headers[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
 	}
@@ -201,7 +207,11 @@ func (u *HTTPUpstream) Send(ctx context.Context, req *Request) (*http.Response, 
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(req.Body))
+	body, err := addFields(req.Body, u.fields)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", u, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", u, err)
 	}

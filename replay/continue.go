@@ -78,6 +78,9 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if r.req.DisableThinking {
+		r.res.Metadata["disable_thinking"] = meta["disable_thinking"]
+	}
 	cs := &contState{launcher: l, c: c, upstream: up, upMeta: meta}
 	if r.req.MaxSteps > 0 {
 		cs.budget = r.req.MaxSteps - r.res.PrefixModelTurns // checkBudget made it positive

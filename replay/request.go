@@ -121,8 +121,6 @@ func (r *Request) Validate() error {
 	// Accepted for compatibility with existing configs, but not built yet:
 	// refusing beats silently running without them.
 	switch {
-	case r.DisableThinking:
-		return configErr("--disable-thinking (disable_thinking) is not supported yet; remove it")
 	case r.Run.TimeoutMS != 0:
 		return configErr("--timeout-ms ([run] timeout_ms) is not supported yet; remove it")
 	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off", r.Overlaynet.Policy != "":
