@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,8 +73,9 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	args := continuationArgs(r.req)
 	c := &Continuation{Plan: r.plan, AfterStep: r.req.AfterStep, Source: r.req.Trajectory, Workspace: ws,
-		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: r.req.AgentArgs,
+		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: args,
 		Entrypoint: entry, Env: env}
 	up, meta, err := r.upstream(l, c)
 	if err != nil {
@@ -87,6 +90,17 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	}
 	r.cont = cs
 	return nil
+}
+
+// continuationArgs are the native arguments the request adds to the CLI:
+// --agent-arg values, then --disallowedTools as pVisor passes
+// --agent-disallowed-tool.
+func continuationArgs(req *Request) []string {
+	args := slices.Clone(req.AgentArgs)
+	if len(req.DisallowedTools) > 0 {
+		args = append(args, "--disallowedTools", strings.Join(req.DisallowedTools, ","))
+	}
+	return args
 }
 
 // continuation is one run of the agent CLI and what it left.

@@ -57,6 +57,7 @@ func Run(ctx context.Context, req *Request) *result.Result {
 		req.RunID = NewRunID()
 	}
 	r := &run{req: req, res: result.New(req.RunID, req.Agent)}
+	r.res.Agent.DisallowedTools = append(r.res.Agent.DisallowedTools, req.DisallowedTools...)
 	r.res.AfterStep = req.AfterStep
 	r.res.Metadata["boundary_user_prompt"] = r.boundaryPromptMetadata()
 	err := r.execute(ctx)

@@ -55,9 +55,12 @@ type Request struct {
 	OutputRoot             string
 	AgentEntrypoint        string
 	AgentArgs              []string
-	AllowUntestedVersion   bool
-	DisableThinking        bool
-	Upstream               string
+	// DisallowedTools are Claude Code tools the continued agent may not
+	// use (--disallowedTools), as pVisor's agent.disallowed_tools.
+	DisallowedTools      []string `json:",omitempty"`
+	AllowUntestedVersion bool
+	DisableThinking      bool
+	Upstream             string
 	// UpstreamModel is the model name sent to an openai-chat upstream that
 	// serves Claude Code (whose own model names such servers do not know).
 	UpstreamModel string
@@ -126,6 +129,9 @@ func (r *Request) Validate() error {
 	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off", r.Overlaynet.Policy != "":
 		return configErr("[overlaynet] is not supported yet; remove the table or set mode = \"off\"")
 	}
+	if err := r.checkDisallowedTools(); err != nil {
+		return err
+	}
 	if r.Instance != "" && r.Agent != "openhands" {
 		return configErr("--instance selects an instance of an OpenHands output.jsonl; %s sessions hold one session per file", r.Agent)
 	}
@@ -153,4 +159,28 @@ func (f *Failure) Error() string { return f.Message }
 
 func fail(category, format string, args ...any) *Failure {
 	return &Failure{Category: category, Message: fmt.Sprintf(format, args...)}
+}
+
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// checkDisallowedTools validates --agent-disallowed-tool as pVisor does:
+// claude-code only, names of letters, digits, '_' and '-', no duplicates.
+func (r *Request) checkDisallowedTools() error {
+	if len(r.DisallowedTools) == 0 {
+		return nil
+	}
+	if r.Agent != "claude-code" {
+		return configErr("--agent-disallowed-tool: disallowed_tools is supported only for claude-code")
+	}
+	seen := map[string]bool{}
+	for _, t := range r.DisallowedTools {
+		if !toolNamePattern.MatchString(t) {
+			return configErr("--agent-disallowed-tool: invalid disallowed tool name %q", t)
+		}
+		if seen[t] {
+			return configErr("--agent-disallowed-tool: duplicate disallowed tool %q", t)
+		}
+		seen[t] = true
+	}
+	return nil
 }

@@ -62,3 +62,13 @@ func TestDisableThinking(t *testing.T) {
 		t.Errorf("without the flag: %+v %v", off, err)
 	}
 }
+
+func TestContinuationArgs(t *testing.T) {
+	got := continuationArgs(&Request{AgentArgs: []string{"--model", "opus"}, DisallowedTools: []string{"WebFetch", "Task"}})
+	if d := cmp.Diff([]string{"--model", "opus", "--disallowedTools", "WebFetch,Task"}, got); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
+	}
+	if got := continuationArgs(&Request{}); len(got) != 0 {
+		t.Errorf("no flags: %v", got)
+	}
+}

@@ -62,6 +62,8 @@ type Agent struct {
 	Version      *string `json:"version"`
 	Entrypoint   *string `json:"entrypoint"`
 	LaunchSource string  `json:"launch_source"`
+	// DisallowedTools are the tools the continued agent was denied.
+	DisallowedTools []string `json:"disallowed_tools"`
 }
 
 // Artifact is one file or directory a run produced.
@@ -85,7 +87,7 @@ func New(runID, agent string) *Result {
 		Quality:       QualityDegraded,
 		AgentStatus:   AgentNotStarted,
 		RunID:         runID,
-		Agent:         Agent{Type: agent, LaunchSource: LaunchPrepareOnly},
+		Agent:         Agent{Type: agent, LaunchSource: LaunchPrepareOnly, DisallowedTools: []string{}},
 		Artifacts:     []Artifact{},
 		Metadata:      map[string]any{},
 	}

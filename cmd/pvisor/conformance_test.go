@@ -325,3 +325,15 @@ func TestContractEarlyFailures(t *testing.T) {
 		})
 	}
 }
+
+// agent.disallowed_tools is in every result (§4.1), [] when none.
+func TestContractDisallowedTools(t *testing.T) {
+	_, res := runContract(t, "--prepare-only", "--agent-disallowed-tool", "WebFetch")
+	if got := res["agent"].(map[string]any)["disallowed_tools"]; !cmp.Equal(got, []any{"WebFetch"}) {
+		t.Errorf("disallowed_tools %v", got)
+	}
+	_, res = runContract(t, "--prepare-only")
+	if got := res["agent"].(map[string]any)["disallowed_tools"]; !cmp.Equal(got, []any{}) {
+		t.Errorf("disallowed_tools %#v, want []", got)
+	}
+}
