@@ -53,9 +53,19 @@ func (r *run) prepareContinue(ctx context.Context) error {
 		return fail(result.UnsupportedAgent, "continuing %s is not supported yet; use --replay-only to replay the prefix and rebuild its session", agent)
 	}
 	env := r.baseEnv()
-	entry, source, err := entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
+	explicit, declared := r.req.AgentEntrypoint, ""
+	if r.req.AgentRuntime != "" {
+		var err error
+		if explicit, declared, err = agentRuntime(r.req.AgentRuntime, agent); err != nil {
+			return err
+		}
+	}
+	entry, source, err := entrypoint(explicit, l.Binary(), envValue(env, "PATH"))
 	if err != nil {
 		return err
+	}
+	if declared != "" {
+		source = result.LaunchRuntime
 	}
 	r.res.Agent.Entrypoint, r.res.Agent.LaunchSource = &entry, source
 	if v := r.plan.Trajectory.Version; v != "" {
@@ -66,6 +76,9 @@ func (r *run) prepareContinue(ctx context.Context) error {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
 	r.res.Agent.Version = &version
+	if declared != "" && declared != version {
+		return fail(result.UnsupportedVersion, "--agent-runtime declares %s %s, but %s reports %s", agent, declared, entry, version)
+	}
 	if err := r.checkVersion(l, version); err != nil {
 		return err
 	}

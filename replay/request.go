@@ -54,7 +54,10 @@ type Request struct {
 	StateRoot              string
 	OutputRoot             string
 	AgentEntrypoint        string
-	AgentArgs              []string
+	// AgentRuntime is a directory holding sandbox-playback-agent.json,
+	// which names the entrypoint and its version (pVisor's --agent-runtime).
+	AgentRuntime string `json:",omitempty"`
+	AgentArgs    []string
 	// DisallowedTools are Claude Code tools the continued agent may not
 	// use (--disallowedTools), as pVisor's agent.disallowed_tools.
 	DisallowedTools      []string `json:",omitempty"`
@@ -128,6 +131,9 @@ func (r *Request) Validate() error {
 		return configErr("--timeout-ms ([run] timeout_ms) is not supported yet; remove it")
 	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off", r.Overlaynet.Policy != "":
 		return configErr("[overlaynet] is not supported yet; remove the table or set mode = \"off\"")
+	}
+	if r.AgentEntrypoint != "" && r.AgentRuntime != "" {
+		return configErr("agent entrypoint and agent runtime are mutually exclusive")
 	}
 	if err := r.checkDisallowedTools(); err != nil {
 		return err

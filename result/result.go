@@ -30,6 +30,7 @@ const (
 	LaunchPrepareOnly = "prepare_only"
 	LaunchExplicit    = "explicit_entrypoint"
 	LaunchPath        = "path"
+	LaunchRuntime     = "runtime_manifest"
 )
 
 // Result is printed as one JSON line on stdout and saved as result.json. The

@@ -38,6 +38,7 @@ type replayTable struct {
 	StateDir               string   `toml:"state_dir"`
 	OutputDir              string   `toml:"output_dir"`
 	AgentEntrypoint        string   `toml:"agent_entrypoint"`
+	AgentRuntime           string   `toml:"agent_runtime"`
 	AgentArgs              []string `toml:"agent_args"`
 	DisallowedTools        []string `toml:"disallowed_tools"`
 	AllowUntestedVersion   bool     `toml:"allow_untested_version"`
@@ -95,7 +96,7 @@ func loadReplayConfig(path string) (*replay.Request, error) {
 		Agent: r.Agent, Trajectory: rel(r.Trajectory), Instance: r.Instance, AfterStep: r.AfterStep,
 		AllowStaleObservations: r.AllowStaleObservations, BoundaryUserPrompt: r.BoundaryUserPrompt,
 		RunID: r.RunID, SessionID: r.SessionID, Workspace: rel(r.Workspace), StateRoot: rel(r.StateDir),
-		OutputRoot: rel(r.OutputDir), AgentEntrypoint: rel(r.AgentEntrypoint), AgentArgs: r.AgentArgs, DisallowedTools: r.DisallowedTools,
+		OutputRoot: rel(r.OutputDir), AgentEntrypoint: rel(r.AgentEntrypoint), AgentRuntime: rel(r.AgentRuntime), AgentArgs: r.AgentArgs, DisallowedTools: r.DisallowedTools,
 		AllowUntestedVersion: r.AllowUntestedVersion, DisableThinking: r.DisableThinking, Upstream: r.Upstream, UpstreamModel: r.UpstreamModel,
 	}
 	if r.MaxSteps != nil {

@@ -112,6 +112,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.StringVar(&req.StateRoot, "state-dir", "", "root `dir` of per-run state (default "+replay.DefaultStateRoot+")")
 	fs.StringVar(&req.OutputRoot, "output-dir", "", "root `dir` of per-run outputs (default "+replay.DefaultOutputRoot+")")
 	fs.StringVar(&req.AgentEntrypoint, "agent-entrypoint", "", "agent CLI `path` (default: found on PATH)")
+	fs.StringVar(&req.AgentRuntime, "agent-runtime", "", "agent runtime `dir` holding sandbox-playback-agent.json (instead of --agent-entrypoint)")
 	fs.StringArrayVar(&req.AgentArgs, "agent-arg", nil, "extra native `argument` for the agent CLI (repeatable)")
 	fs.StringArrayVar(&req.DisallowedTools, "agent-disallowed-tool", nil, "claude-code `tool` the continued agent may not use (repeatable; passed as --disallowedTools)")
 	fs.BoolVar(&req.AllowUntestedVersion, "allow-untested-version", false, "run an agent version outside the tested range (quality becomes degraded)")
