@@ -97,6 +97,22 @@ func badCases() []badCase {
 		{name: "disallowed tool for codex", agent: "codex", content: codexBase, args: []string{"--agent-disallowed-tool", "WebFetch"}, wantExit: 2, wantMsg: "disallowed_tools is supported only for claude-code"},
 		{name: "disallowed tool bad name", agent: "claude-code", content: claudeBase, args: []string{"--agent-disallowed-tool", "Web Fetch"}, wantExit: 2, wantMsg: `invalid disallowed tool name "Web Fetch"`},
 		{name: "disallowed tool twice", agent: "claude-code", content: claudeBase, args: []string{"--agent-disallowed-tool", "Task", "--agent-disallowed-tool", "Task"}, wantExit: 2, wantMsg: `duplicate disallowed tool "Task"`},
+		{name: "JSON request", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code","disallowed_tools":["Task"]},"prepare_only":true,"max_steps":3,"session_id":"k","run_id":"q"`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 0},
+		{name: "JSON request pi-agent", agent: "pi", content: piBase, setup: writeRequest(`"agent":{"type":"pi-agent"},"prepare_only":true`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 0},
+		{name: "JSON request wrong schema", agent: "claude-code", content: claudeBase, setup: writeRequest(`"schema_version":"sandbox-playback.request/v2","agent":{"type":"claude-code"}`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 2, wantMsg: `request schema_version must be "sandbox-playback.request/v1"`},
+		{name: "JSON request unknown agent", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"gemini"}`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 11, wantCat: "unsupported_agent", wantMsg: `unsupported agent "gemini"`},
+		{name: "JSON request unknown field", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code"},"gateway":{}`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 2, wantMsg: `unknown field "gateway"`},
+		{name: "JSON request without workspace", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code"},"workspace":null`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 2, wantMsg: "workspace, state_dir and output_dir are required"},
+		{name: "JSON request plus a direct flag", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code"}`),
+			raw: []string{"--request", "{dir}/req.json", "--replay-only"}, wantExit: 2, wantMsg: "cannot be combined with direct replay options"},
+		{name: "JSON request plus a config", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code"}`),
+			raw: []string{"--request", "{dir}/req.json", "--config", "{dir}/req.json"}, wantExit: 2, wantMsg: "cannot be combined"},
 		{name: "positional argument", agent: "claude-code", content: claudeBase, args: []string{"extra"}, wantExit: 2, wantMsg: "unexpected argument"},
 		{name: "bad run id", agent: "claude-code", content: claudeBase, args: []string{"--run-id", "a/b"}, wantExit: 2, wantMsg: "run-id"},
 		{name: "whitespace boundary prompt", agent: "claude-code", content: claudeBase, args: []string{"--boundary-user-prompt", "  "}, wantExit: 2, wantMsg: "non-whitespace"},
@@ -134,6 +150,20 @@ func badCases() []badCase {
 			j.Append(result.EventToolStarted, map[string]string{"call_id": "t1"})
 			j.Close()
 		}, args: []string{"--run-id", "r1"}, wantExit: 31, wantCat: "ambiguous_execution", wantMsg: "t1"},
+	}
+}
+
+// writeRequest writes req.json: a prepare-only sandbox-playback.request/v1
+// for the trajectory, with fields (later keys win) spliced in.
+func writeRequest(fields string) func(dir, traj string) {
+	return func(dir, traj string) {
+		base, _ := json.Marshal(map[string]any{"schema_version": "sandbox-playback.request/v1", "trajectory": traj, "after_step": 1,
+			"workspace": dir, "state_dir": filepath.Join(dir, "state"), "output_dir": filepath.Join(dir, "out"), "prepare_only": true})
+		var m map[string]json.RawMessage
+		json.Unmarshal(base, &m)
+		json.Unmarshal([]byte("{"+fields+"}"), &m)
+		body, _ := json.Marshal(m)
+		os.WriteFile(filepath.Join(dir, "req.json"), body, 0o600)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 const replayUsage = `Usage:
     pvisor replay --agent A --trajectory FILE --after-step N [flags]
     pvisor replay --config FILE
+    pvisor replay --request FILE     (sandbox-playback.request/v1 JSON)
 
 Re-runs the tool calls of steps 1..N of a native session in this sandbox,
 rebuilds the agent's own session with the fresh observations and lets the
@@ -59,7 +60,11 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	var res *result.Result
 	if err != nil {
 		res = result.New(req.RunID, req.Agent)
-		res.Fail(result.ConfigurationError, err.Error())
+		cat := result.ConfigurationError
+		if isUnsupportedAgent(err) {
+			cat = result.UnsupportedAgent
+		}
+		res.Fail(cat, err.Error())
 		res.MarkEarly()
 		res.StateDir, res.OutputDir = replay.LocationHints(req)
 	} else {
@@ -97,6 +102,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.Usage = func() {}
 	var prepareOnly, replayOnly bool
 	config := fs.String("config", "", "read the request from a TOML `file` ([replay], [run], [overlayfs], [overlaynet])")
+	request := fs.String("request", "", "read the request from a sandbox-playback.request/v1 JSON `file`")
 	fs.StringVar(&req.Agent, "agent", "", "agent that wrote the trajectory: claude-code, codex, opencode, pi, openhands, mini-swe-agent")
 	fs.StringVar(&req.Trajectory, "trajectory", "", "native session `file`")
 	fs.StringVar(&req.Instance, "instance", "", "instance `id` to replay from an OpenHands output.jsonl holding several ('pvisor inspect' lists them)")
@@ -139,15 +145,21 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	if fs.NArg() > 0 {
 		return req, fmt.Errorf("unexpected argument %q (flags only; see 'pvisor replay --help')", fs.Arg(0))
 	}
-	if *config != "" {
+	if *config != "" && *request != "" {
+		return req, fmt.Errorf("--config/--request cannot be combined with direct replay options: pass one of them")
+	}
+	if *config != "" || *request != "" {
 		var direct []string
 		fs.Visit(func(f *pflag.Flag) {
-			if f.Name != "config" {
+			if f.Name != "config" && f.Name != "request" {
 				direct = append(direct, "--"+f.Name)
 			}
 		})
 		if len(direct) > 0 {
-			return req, fmt.Errorf("--config cannot be combined with %v: put them in the file", direct)
+			return req, fmt.Errorf("--config/--request cannot be combined with direct replay options %v: put them in the file", direct)
+		}
+		if *request != "" {
+			return loadRequestFile(*request)
 		}
 		return loadReplayConfig(*config)
 	}
