@@ -292,8 +292,12 @@ func (r *run) writeOutputs() {
 			r.artifact(RoleEvents, FormatEvents, dst)
 		}
 	}
-	r.writeSummary()
-	r.addLogsArtifact()
+	if r.plan != nil {
+		// This process ran the plan; behind an overlay the worker did,
+		// and its result already lists these.
+		r.writeSummary()
+		r.addLogsArtifact()
+	}
 	if err := result.WriteJSON(filepath.Join(r.outputDir, "result.json"), r.res); err != nil {
 		r.res.Metadata["result_write_error"] = fmt.Sprint(err)
 	}

@@ -1,6 +1,7 @@
 package result
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -129,5 +130,29 @@ func TestExitCodes(t *testing.T) {
 	}
 	if ExitCode(nil) != 0 {
 		t.Error("success must exit 0")
+	}
+}
+
+// A result line read back keeps what it said, an early failure's null
+// quality included.
+func TestResultRoundTrip(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		r := New("r1", "codex")
+		r.Fail(ConfigurationError, "bad")
+		if early {
+			r.MarkEarly()
+		} else {
+			r.SetPhase(PhasePrepared)
+		}
+		var back Result
+		if err := json.Unmarshal(r.Line(), &back); err != nil {
+			t.Fatal(err)
+		}
+		if string(back.Line()) != string(r.Line()) {
+			t.Errorf("early=%v: %s\nread back as %s", early, r.Line(), back.Line())
+		}
+		if strings.Contains(string(r.Line()), `"quality":null`) != early {
+			t.Errorf("early=%v: %s", early, r.Line())
+		}
 	}
 }

@@ -122,6 +122,25 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
+// UnmarshalJSON reads a result line back (the overlay worker's): a null
+// quality is an early failure's.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	aux := struct {
+		*plain
+		Quality *string `json:"quality"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	r.early = aux.Quality == nil
+	r.Quality = ""
+	if aux.Quality != nil {
+		r.Quality = *aux.Quality
+	}
+	return nil
+}
+
 // SetPhase sets the phase.
 func (r *Result) SetPhase(p string) { r.Phase = &p }
 
