@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/openhands"
@@ -100,7 +102,12 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 func decodeForInspect(path, agent, instance string) (*trajectory.Trajectory, int, error) {
 	f, _, err := replay.OpenTrajectory(path)
 	if err != nil {
-		return nil, 10, err
+		code := 10
+		var rf *replay.Failure
+		if errors.As(err, &rf) {
+			code = result.ExitCode(&result.Failure{Category: rf.Category})
+		}
+		return nil, code, err
 	}
 	defer f.Close()
 	var format trajectory.Format
