@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -277,10 +278,38 @@ func (r *run) finishFailure(err error) {
 	r.res.Metadata["replayed_tool_calls_complete"] = false
 	if r.journal != nil {
 		_ = r.journal.Append(result.EventRunFailed, map[string]any{"category": f.Category, "message": f.Message})
+		if n := finishedSinceStart(r.journal.Path()); n > r.res.ReplayedToolCalls {
+			r.res.ReplayedToolCalls = n
+		}
 	}
 	if r.outputDir != "" {
 		r.writeOutputs()
 	}
+}
+
+// finishedSinceStart counts the distinct calls with a tool_finished record
+// since the last run_started: what pVisor reports as replayed_tool_calls
+// when a run fails after some tools ran.
+func finishedSinceStart(journal string) int {
+	recs, err := result.ReadJournal(journal)
+	if err != nil {
+		return 0
+	}
+	done := map[string]bool{}
+	for i := range recs {
+		switch recs[i].Name() {
+		case result.EventRunStarted:
+			clear(done)
+		case result.EventToolFinished:
+			var p struct {
+				CallID string `json:"call_id"`
+			}
+			if json.Unmarshal(recs[i].Event.Data.Payload, &p) == nil {
+				done[p.CallID] = true
+			}
+		}
+	}
+	return len(done)
 }
 
 // writeOutputs copies the journal and writes result.json; failures here are

@@ -183,6 +183,10 @@ func TestReplayExecutorFailureLeavesStateAmbiguous(t *testing.T) {
 	if res.Quality != result.QualityDegraded || res.Metadata["replayed_tool_calls_complete"] != false {
 		t.Errorf("failed run must be degraded and incomplete: %+v", res)
 	}
+	// As pVisor: the calls that finished before the failure (c1).
+	if res.ReplayedToolCalls != 1 {
+		t.Errorf("replayed_tool_calls %d, want 1 (c1 finished before c2 failed)", res.ReplayedToolCalls)
+	}
 	// The same state dir may not be trusted again.
 	res = Run(context.Background(), req("r", "out2"))
 	if res.Failure == nil || res.Failure.Category != result.AmbiguousExecution || result.ExitCode(res.Failure) != 31 ||
