@@ -107,7 +107,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.StringVar(&req.Trajectory, "trajectory", "", "native session `file`")
 	fs.StringVar(&req.Instance, "instance", "", "instance `id` to replay from an OpenHands output.jsonl holding several ('pvisor inspect' lists them)")
 	decimalVar(fs, &req.AfterStep, "after-step", 0, "replay steps 1..`N` (see 'pvisor inspect')")
-	decimalVar(fs, &req.MaxSteps, "max-steps", 0, "total action budget including the replayed prefix (0 = no limit)")
+	decimalVar(fs, &req.MaxSteps, "max-steps", 0, "total action budget including the replayed prefix, > 0 (default: no limit)")
 	fs.BoolVar(&prepareOnly, "prepare-only", false, "parse, validate and plan; run no tool and no agent")
 	fs.BoolVar(&replayOnly, "replay-only", false, "stop before the agent's first model request")
 	fs.BoolVar(&req.AllowStaleObservations, "allow-stale-observations", false, "reuse recorded observations of tools the replay cannot run (quality becomes degraded)")
