@@ -100,9 +100,11 @@ func OpenTrajectory(path string) (*os.File, int64, error) {
 		target, _ := os.Readlink(path)
 		return nil, 0, fail(result.TrajectoryError, "trajectory %s is a symbolic link (to %s); pass the file itself so the bytes hashed are the bytes replayed", path, target)
 	case st.IsDir():
-		return nil, 0, fail(result.TrajectoryError, "trajectory %s is a directory; pass the session file inside it", path)
+		// Configuration errors, as pVisor's "trajectory does not exist"
+		// for anything but a file.
+		return nil, 0, fail(result.ConfigurationError, "trajectory %s is a directory; pass the session file inside it", path)
 	case !st.Mode().IsRegular():
-		return nil, 0, fail(result.TrajectoryError, "trajectory %s is not a regular file", path)
+		return nil, 0, fail(result.ConfigurationError, "trajectory %s is not a regular file", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {

@@ -70,7 +70,7 @@ func badCases() []badCase {
 		{name: "missing trajectory file", agent: "claude-code", raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}/nope.jsonl", "--after-step", "1"}, wantExit: 2, wantCat: "configuration_error", wantMsg: "trajectory does not exist"},
 		{name: "symlink as trajectory", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) { os.Symlink(traj, filepath.Join(dir, "link.jsonl")) },
 			raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}/link.jsonl", "--after-step", "1", "--state-dir", "{dir}/state", "--output-dir", "{dir}/out"}, wantExit: 10, wantMsg: "symbolic link"},
-		{name: "directory as trajectory", agent: "claude-code", raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}", "--after-step", "1"}, wantExit: 10, wantMsg: "is a directory"},
+		{name: "directory as trajectory", agent: "claude-code", raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}", "--after-step", "1"}, wantExit: 2, wantCat: "configuration_error", wantMsg: "is a directory"},
 		{name: "conflicting modes", agent: "claude-code", content: claudeBase, args: []string{"--replay-only"}, wantExit: 2, wantMsg: "mutually exclusive"},
 		{name: "unknown flag", agent: "claude-code", content: claudeBase, args: []string{"--after-stpe", "1"}, wantExit: 2, wantMsg: "after-stpe"},
 		{name: "after-step not a number", agent: "claude-code", content: claudeBase, args: []string{"--after-step", "two"}, wantExit: 2, wantMsg: "after-step"},
