@@ -14,17 +14,17 @@ build:
 
 # The main job on a bundled sample, no model service needed: a session the
 # real Codex CLI recorded is replayed after step 3 in a fresh copy of its
-# repository, then the real Codex CLI (installed from npm into .e2e/)
+# repository, then the real Codex CLI (every tested release installed from npm into .e2e/)
 # continues through the loopback bridge, with the recorded upstream playing
 # the session's own next actions.
-DEMO_SESSION := testdata/e2e/sessions/codex
+DEMO_SESSION := testdata/e2e/sessions/codex@0.171.0
 demo: build
 	rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)/workspace
 	tar -xzf $(DEMO_SESSION)/repo.tar.gz -C $(DEMO_DIR)/workspace
 	bash testdata/e2e/install-clis.sh >/dev/null
 	$(BIN) inspect $(DEMO_SESSION)/rollout-*.jsonl
 	$(BIN) replay --agent codex --trajectory $$(ls $(DEMO_SESSION)/rollout-*.jsonl) --after-step 3 \
-		--upstream recorded --agent-entrypoint .e2e/npm/node_modules/.bin/codex \
+		--upstream recorded --agent-entrypoint .e2e/bin/codex \
 		--workspace $(DEMO_DIR)/workspace --run-id demo --state-dir $(DEMO_DIR)/state --output-dir $(DEMO_DIR)/output
 	@echo "outputs: $(DEMO_DIR)/output/demo (observation-comparison.json, next-action-comparison.json, native/, ...)"
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -57,6 +58,9 @@ func (s *claudeStaged) continuedSession() (string, []byte, error) {
 //	assistant <synthetic> "No response requested."  parent = the marker
 //	user: the nonce                              parent = the synthetic answer
 //	last-prompt records naming the nonce
+//	api-request-blob records holding the nonce (2.1.332 logs each request's
+//	messages by hash for its own replay; the loader ignores them), and the
+//	api-request records built on a removed blob or on a removed request
 //
 // and links the records that hung off the removed ones (the first live
 // answer) to the boundary leaf. Anything else that still holds the nonce or
@@ -71,6 +75,7 @@ func cleanClaudeSession(data []byte, nonce, marker string, prefixLines int) ([]b
 		return nil, nil, fmt.Errorf("the session has %d lines, fewer than the %d staged: the CLI rewrote it", len(lines), prefixLines)
 	}
 	drop := map[int]string{}
+	droppedBlobs, droppedRequests := map[string]bool{}, map[string]bool{}
 	var markerUUID, answerUUID, nonceUUID, leaf string
 	for i := prefixLines; i < len(lines); i++ {
 		v := gjson.ParseBytes(lines[i])
@@ -95,6 +100,12 @@ func cleanClaudeSession(data []byte, nonce, marker string, prefixLines int) ([]b
 			drop[i], nonceUUID = "user resume nonce", v.Get("uuid").Str
 		case typ == "last-prompt" && v.Get("lastPrompt").Str == nonce:
 			drop[i] = "last-prompt (resume nonce)"
+		case typ == "api-request-blob" && (bytes.Contains(lines[i], []byte(nonce)) || bytes.Contains(lines[i], []byte(marker))):
+			drop[i] = "api-request-blob (resume envelope)"
+			droppedBlobs[v.Get("hash").Str] = true
+		case typ == "api-request" && (droppedRequests[v.Get("base").Str] || slices.ContainsFunc(v.Get("tail").Array(), func(h gjson.Result) bool { return droppedBlobs[h.Str] })):
+			drop[i] = "api-request (built on a removed record)"
+			droppedRequests[v.Get("id").Str] = true
 		}
 	}
 	if nonceUUID == "" {

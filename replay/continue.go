@@ -60,7 +60,7 @@ func (r *run) prepareContinue(ctx context.Context) error {
 			return err
 		}
 	}
-	entry, source, err := entrypoint(explicit, l.Binary(), envValue(env, "PATH"))
+	entry, source, err := Entrypoint(explicit, l.Binary(), envValue(env, "PATH"))
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if v := r.plan.Trajectory.Version; v != "" {
 		r.res.Metadata["trajectory_agent_version"] = v
 	}
-	version, err := probeVersion(ctx, entry, env)
+	version, printed, err := probeVersion(ctx, entry, env)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
@@ -79,7 +79,7 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if declared != "" && declared != version {
 		return fail(result.UnsupportedVersion, "--agent-runtime declares %s %s, but %s reports %s", agent, declared, entry, version)
 	}
-	if err := r.checkVersion(l, version); err != nil {
+	if err := r.checkVersion(l, version, printed); err != nil {
 		return err
 	}
 	ws, err := r.workspace()
@@ -260,7 +260,13 @@ func (r *run) finishContinuation(ct *continuation) error {
 		}
 	}
 	r.promptMetadata(ct.report)
-	if n := len(ct.report.ContextInserted); n > 0 {
+	n := 0
+	for _, c := range ct.report.ContextInserted {
+		if c.Placement != envelope.PlacedAfterFirstMessage {
+			n++
+		}
+	}
+	if n > 0 {
 		r.degrade(fmt.Sprintf("%s inserted %d context item(s) before the first model request, so it did not end exactly at the boundary observation", agent, n))
 	}
 

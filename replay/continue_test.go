@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -197,7 +198,9 @@ func TestContinueFailures(t *testing.T) {
 		{"idle agent", []string{"FAKE_CODEX_MODE=hang"}, func(r *Request) { r.IdleTimeout = 300 * time.Millisecond },
 			result.ContinuationError, 40, result.PhaseReplayed, "no activity"},
 		{"untested version", []string{"FAKE_CODEX_VERSION=0.100.0"}, nil,
-			result.UnsupportedVersion, 11, result.PhasePrepared, "outside the tested range >=0.150.0 <0.180.0"},
+			result.UnsupportedVersion, 11, result.PhasePrepared, "outside the tested range " + tested.RangeOf("codex").String()},
+		{"not codex", []string{"FAKE_CODEX_VERSION_OUTPUT=Python/3.11.2"}, nil,
+			result.UnsupportedVersion, 11, result.PhasePrepared, "not the way codex prints its version"},
 		{"unknown upstream", nil, func(r *Request) { r.Upstream = "anthropic" },
 			result.ConfigurationError, 2, result.PhasePrepared, "cannot serve codex"},
 		{"missing entrypoint", nil, func(r *Request) { r.AgentEntrypoint = "/nonexistent/codex" },

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/trajectory/codex"
 )
 
@@ -52,7 +53,11 @@ func fakeCodexMain(args []string) int {
 	if len(args) > 0 && args[0] == "--version" {
 		v := os.Getenv("FAKE_CODEX_VERSION")
 		if v == "" {
-			v = "0.171.0"
+			v = tested.RangeOf("codex").Max
+		}
+		if out := os.Getenv("FAKE_CODEX_VERSION_OUTPUT"); out != "" {
+			fmt.Println(out)
+			return 0
 		}
 		fmt.Println("codex-cli " + v)
 		return 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,9 +33,11 @@ const claudeConfigDir = "claude-config"
 
 func (claudeLauncher) Binary() string { return "claude" }
 
-// Tested: the envelope was checked end to end with 2.1.197 (replay/e2e) and
-// described identically for 2.1.220 (shared reference, boundary-envelope.md).
-func (claudeLauncher) Tested() VersionRange      { return VersionRange{Min: "2.1.197", Below: "2.1.221"} }
+// VersionShape is how `--version` prints (2.1.332 (Claude Code)).
+func (claudeLauncher) VersionShape() *regexp.Regexp { return claudeVersionShape }
+
+var claudeVersionShape = regexp.MustCompile(`(?m)^\d+\.\d+\.\d+\S* \(Claude Code\)$`)
+
 func (claudeLauncher) Protocol() bridge.Protocol { return bridge.Anthropic }
 
 // Replies plays each recorded response after the boundary with its own
@@ -72,6 +75,7 @@ type claudeStaged struct {
 	path   string // the staged session
 	lines  int    // lines of the staged session (the prefix)
 	tools  []string
+	model  string // --model: the recorded one
 	meta   map[string]any
 }
 
@@ -92,7 +96,32 @@ func (claudeLauncher) Stage(c *Continuation) (Staged, error) {
 		return nil, err
 	}
 	s.tools = recordedTools(c)
+	s.model = recordedModel(staged, c.AgentArgs)
 	return s, nil
+}
+
+// recordedModel is the model the session's last response came from, for
+// --model: a release whose default model differs would otherwise treat the
+// resume as a model switch, and Claude Code drops the thinking blocks of
+// earlier responses when the model changes (2.1.197 resuming a 2.1.332
+// session recorded with another model does). "" when --agent-arg already
+// chooses the model or no response names one.
+func recordedModel(staged []byte, agentArgs []string) string {
+	for _, a := range agentArgs {
+		if name, _, _ := strings.Cut(a, "="); name == "--model" {
+			return ""
+		}
+	}
+	model := ""
+	for _, line := range bytes.Split(staged, []byte("\n")) {
+		if gjson.GetBytes(line, "type").Str != "assistant" {
+			continue
+		}
+		if m := gjson.GetBytes(line, "message.model").Str; m != "" && m != "<synthetic>" {
+			model = m
+		}
+	}
+	return model
 }
 
 // stage rewrites every recorded path (cwd fields, tool inputs and results)
@@ -181,6 +210,10 @@ func (s *claudeStaged) Command(b BridgeAddr) (Command, error) {
 	if len(s.tools) > 0 {
 		args = append(args, "--tools", strings.Join(s.tools, ","))
 		s.meta["tools_flag"] = map[string]any{"tools": s.tools, "source": "tools the recorded session called"}
+	}
+	if s.model != "" {
+		args = append(args, "--model", s.model)
+		s.meta["model_flag"] = map[string]any{"model": s.model, "source": "the model of the session's last response"}
 	}
 	args = append(args, s.c.AgentArgs...)
 	if n := s.c.Envelope.MaxLiveTurns; n > 0 {

@@ -13,11 +13,12 @@ import (
 
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/replay/relocate"
+	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/claude"
 )
 
-const claudeE2E = "../testdata/e2e/sessions/claude-code"
+const claudeE2E = "../testdata/e2e/sessions/claude-code@2.1.197"
 
 func claudeContinuation(t *testing.T, step int) *Continuation {
 	t.Helper()
@@ -104,12 +105,16 @@ func TestClaudeStageAndCommand(t *testing.T) {
 		t.Errorf("stdin %q", cmd.Stdin)
 	}
 
-	// --agent-arg choosing the tools wins over the inferred list.
+	// --agent-arg choosing the tools wins over the inferred list; without
+	// --model the recorded model is passed.
 	c.AgentArgs = []string{"--tools=Bash"}
 	st, _ = claudeLauncher{}.Stage(c)
 	cmd, _ = st.Command(BridgeAddr{URL: "u", Token: "t"})
 	if slices.Contains(cmd.Args, "--tools") {
 		t.Errorf("args %v add --tools next to --agent-arg's", cmd.Args)
+	}
+	if i := slices.Index(cmd.Args, "--model"); i < 0 || cmd.Args[i+1] != "claude-opus-4-8" {
+		t.Errorf("args %v do not pass the recorded model claude-opus-4-8", cmd.Args)
 	}
 }
 
@@ -175,7 +180,64 @@ func TestClaudeLauncherRegistered(t *testing.T) {
 	if !ok || l.Binary() != "claude" {
 		t.Fatal("claude-code has no launcher")
 	}
-	if in, _ := l.Tested().Contains("2.1.197"); !in {
-		t.Errorf("the tested range %s excludes the version the e2e tests run", l.Tested())
+}
+
+// Every agent with a launcher has a tested range, and every tested agent a
+// launcher: versions.txt and the registry cannot drift apart.
+func TestLaunchersHaveTestedRanges(t *testing.T) {
+	for agent := range launchers {
+		if len(tested.Of(agent)) == 0 {
+			t.Errorf("%s has a launcher but no tested release in replay/tested/versions.txt", agent)
+		}
+	}
+	for _, r := range tested.Releases {
+		if l, ok := launchers[r.Agent]; !ok || l.Binary() != r.Binary {
+			t.Errorf("versions.txt lists %s (binary %s), which has no launcher with that binary", r.Agent, r.Binary)
+		}
+	}
+}
+
+// TestCleanClaudeSession2332 cleans a session Claude Code 2.1.332 really
+// continued (staged prefix of 14 lines, resumed with the nonce on stdin
+// against the fake model, one tool call, then an answer): no resume prompt
+// record, the launch-context attachments hang off the nonce, and the
+// request log (api-request-blob) holds the nonce.
+func TestCleanClaudeSession2332(t *testing.T) {
+	const nonce2332 = "__PVISOR_NATIVE_REPLAY_c4ea15acb7c17e76f2a17df90fb27abb__"
+	data, err := os.ReadFile("testdata/claude-resumed-2.1.332.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean, removed, err := cleanClaudeSession(data, nonce2332, "__PVISOR_RESUME_MARKER_x__", 14)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range removed {
+		got = append(got, r["record"].(string))
+	}
+	want := []string{"queue-operation enqueue (resume nonce)", "queue-operation dequeue (resume nonce)",
+		"assistant <synthetic> No response requested.", "user resume nonce", "api-request-blob (resume envelope)",
+		"api-request (built on a removed record)", "last-prompt (resume nonce)", "api-request (built on a removed record)",
+		"last-prompt (resume nonce)"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("removed records (-want +got):\n%s", d)
+	}
+	if bytes.Contains(clean, []byte("__PVISOR_")) || bytes.Contains(clean, []byte("No response requested.")) {
+		t.Error("the cleaned session still holds the envelope")
+	}
+	// The first launch-context attachment now hangs off the boundary leaf,
+	// and the continuation decodes on the chain after the recorded steps.
+	for _, l := range bytes.Split(clean, []byte("\n")) {
+		if gjson.GetBytes(l, "attachment.type").Str == "environment" && gjson.GetBytes(l, "parentUuid").Str != "fe1d9bda-0c7b-48aa-a18e-1aa453c3589c" {
+			t.Errorf("environment attachment hangs off %s", gjson.GetBytes(l, "parentUuid").Str)
+		}
+	}
+	tr, err := claude.New().Decode(bytes.NewReader(clean), trajectory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tr.Actions); n != 4 || tr.Actions[2].Text != "Checking." || tr.Actions[3].Text != "Done." {
+		t.Errorf("decoded %d actions: %+v", n, tr.Actions)
 	}
 }

@@ -43,8 +43,13 @@ const codexProvider = "pvisor_bridge"
 // codexTokenEnv carries the bridge token; config.toml names it as env_key.
 const codexTokenEnv = "PVISOR_BRIDGE_TOKEN"
 
-func (codexLauncher) Binary() string            { return "codex" }
-func (codexLauncher) Tested() VersionRange      { return VersionRange{Min: "0.150.0", Below: "0.180.0"} }
+func (codexLauncher) Binary() string { return "codex" }
+
+// VersionShape is how `--version` prints (codex-cli 0.171.0).
+func (codexLauncher) VersionShape() *regexp.Regexp { return codexVersionShape }
+
+var codexVersionShape = regexp.MustCompile(`(?m)^codex-cli \d+\.\d+\.\d+\S*$`)
+
 func (codexLauncher) Protocol() bridge.Protocol { return bridge.Responses }
 
 // Replies plays each recorded response after the boundary with its own call

@@ -16,29 +16,6 @@ import (
 	"github.com/pvisor/pvisor/result"
 )
 
-func TestVersionRange(t *testing.T) {
-	r := VersionRange{Min: "0.150.0", Below: "0.180.0"}
-	for _, tc := range []struct {
-		v    string
-		want bool
-	}{
-		{"0.150.0", true}, {"0.171.0", true}, {"0.179.99", true}, {"v0.171.0", true},
-		{"0.149.9", false}, {"0.180.0", false}, {"0.180.0-alpha.1", true}, {"0.150.0-rc.1", false},
-		{"1.0.0", false}, {"0.171.0+build.7", true},
-	} {
-		got, err := r.Contains(tc.v)
-		if err != nil || got != tc.want {
-			t.Errorf("%s in %s = %v (%v), want %v", tc.v, r, got, err, tc.want)
-		}
-	}
-	if _, err := r.Contains("latest"); err == nil {
-		t.Error("a non-version was compared")
-	}
-	if comparePre("alpha.2", "alpha.10") >= 0 || comparePre("1", "alpha") >= 0 || comparePre("alpha", "alpha.1") >= 0 {
-		t.Error("pre-release order is not semver's")
-	}
-}
-
 func script(t *testing.T, body string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "cli")
@@ -60,11 +37,36 @@ func TestProbeVersion(t *testing.T) {
 		{"fails", `echo "boom" >&2; exit 3`, "", "--version failed (exit status 3): boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := probeVersion(context.Background(), script(t, tc.body), env)
+			got, _, err := probeVersion(context.Background(), script(t, tc.body), env)
 			if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 				t.Errorf("got %q, %v; want %q, %q", got, err, tc.want, tc.err)
 			}
 		})
+	}
+}
+
+// TestVersionShapes: each launcher knows how its CLI prints --version (the
+// real outputs of the tested releases), and refuses other programs' output.
+func TestVersionShapes(t *testing.T) {
+	real := map[string][]string{
+		"claude-code": {"2.1.197 (Claude Code)", "2.1.332 (Claude Code)"},
+		"codex":       {"codex-cli 0.171.0"},
+		"opencode":    {"1.18.33"},
+		"pi":          {"0.73.1", "Warning: something\n0.73.1"},
+	}
+	foreign := []string{"Python 3.11.2", "git version 2.39.5", "codex 1.0.0 (Claude Code)x", "", "v20.20.2 node"}
+	for agent, outs := range real {
+		l := launchers[agent]
+		for _, o := range outs {
+			if !l.VersionShape().MatchString(o) {
+				t.Errorf("%s refuses its own --version output %q", agent, o)
+			}
+		}
+		for _, o := range foreign {
+			if l.VersionShape().MatchString(o) {
+				t.Errorf("%s takes %q for its --version output", agent, o)
+			}
+		}
 	}
 }
 
@@ -84,7 +86,7 @@ func TestEntrypoint(t *testing.T) {
 		{"not on PATH", "", t.TempDir(), "", "", "codex not found on PATH"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, src, err := entrypoint(tc.explicit, "codex", tc.path)
+			got, src, err := Entrypoint(tc.explicit, "codex", tc.path)
 			if got != tc.want || src != tc.source || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 				t.Errorf("got %q %q %v, want %q %q %q", got, src, err, tc.want, tc.source, tc.err)
 			}
@@ -137,7 +139,7 @@ func TestCleanCodexRollout(t *testing.T) {
 // The recorded upstream gets each later response of the real session with its
 // own call ids and kinds, paths moved to the workspace.
 func TestCodexReplies(t *testing.T) {
-	session := sessionFile(t, "../testdata/e2e/sessions/codex")
+	session := sessionFile(t, "../testdata/e2e/sessions/codex@0.171.0")
 	plan, err := BuildPlan(&Request{Agent: "codex", Trajectory: session, AfterStep: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -43,8 +44,13 @@ const (
 	opencodeToolTimeout = 2 * time.Minute
 )
 
-func (opencodeLauncher) Binary() string            { return "opencode" }
-func (opencodeLauncher) Tested() VersionRange      { return VersionRange{Min: "1.18.0", Below: "1.19.0"} }
+func (opencodeLauncher) Binary() string { return "opencode" }
+
+// VersionShape is how `--version` prints (1.18.33).
+func (opencodeLauncher) VersionShape() *regexp.Regexp { return opencodeVersionShape }
+
+var opencodeVersionShape = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
+
 func (opencodeLauncher) Protocol() bridge.Protocol { return bridge.Chat }
 
 // Replies plays the recorded steps after the boundary with their own call

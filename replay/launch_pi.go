@@ -35,8 +35,13 @@ const piTokenEnv = "PVISOR_BRIDGE_TOKEN"
 // read, bash, edit and write are on by default.
 var piTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
 
-func (piLauncher) Binary() string            { return "pi" }
-func (piLauncher) Tested() VersionRange      { return VersionRange{Min: "0.73.0", Below: "0.74.0"} }
+func (piLauncher) Binary() string { return "pi" }
+
+// VersionShape is how `--version` prints (0.73.1).
+func (piLauncher) VersionShape() *regexp.Regexp { return piVersionShape }
+
+var piVersionShape = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
+
 func (piLauncher) Protocol() bridge.Protocol { return bridge.Chat }
 
 func (piLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) { return chatReplies(c) }

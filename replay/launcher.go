@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
 	"github.com/pvisor/pvisor/replay/relocate"
+	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -28,8 +30,10 @@ type Launcher interface {
 	// Binary is the CLI's executable name, looked up on PATH when
 	// --agent-entrypoint is not given.
 	Binary() string
-	// Tested is the CLI version range the continuation was checked with.
-	Tested() VersionRange
+	// VersionShape matches a line of what the CLI prints for --version:
+	// a binary that prints anything else is not this agent (or a release
+	// that changed its output, which is refused like an untested one).
+	VersionShape() *regexp.Regexp
 	// Protocol is the model protocol the CLI speaks to the bridge.
 	Protocol() bridge.Protocol
 	// Replies are the recorded actions after the boundary in the shape the
@@ -120,9 +124,10 @@ var launchers = map[string]Launcher{
 	"pi":          piLauncher{},
 }
 
-// entrypoint resolves the CLI: --agent-entrypoint, or the launcher's binary on
-// PATH. It returns the absolute path and the launch source.
-func entrypoint(explicit, binary, path string) (string, string, error) {
+// Entrypoint resolves an agent CLI as a replay does: the explicit path
+// (--agent-entrypoint), or binary on the PATH value path. It returns the
+// absolute path and the launch source.
+func Entrypoint(explicit, binary, path string) (string, string, error) {
 	if explicit != "" {
 		abs, err := filepath.Abs(explicit)
 		if err != nil {
@@ -153,13 +158,22 @@ func entrypoint(explicit, binary, path string) (string, string, error) {
 
 // checkVersion applies the tested range: outside it the run is refused unless
 // allowed, and then degraded.
-func (r *run) checkVersion(l Launcher, version string) error {
-	rng := l.Tested()
+func (r *run) checkVersion(l Launcher, version, printed string) error {
+	rng := tested.RangeOf(r.req.Agent)
+	recognised := l.VersionShape().MatchString(printed)
+	if !recognised {
+		msg := fmt.Sprintf("%s --version printed %q, not the way %s prints its version", l.Binary(), firstLine(printed), r.req.Agent)
+		if !r.req.AllowUntestedVersion {
+			return fail(result.UnsupportedVersion, "%s: is --agent-entrypoint really %s? (a release that changed its output needs --allow-untested-version; quality becomes degraded)", msg, r.req.Agent)
+		}
+		r.degrade(msg)
+	}
 	ok, err := rng.Contains(version)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%s version %q cannot be compared with the tested range %s: %v", l.Binary(), version, rng, err)
 	}
-	r.res.Metadata["agent_version_check"] = map[string]any{"tested_range": rng.String(), "version": version, "in_range": ok}
+	r.res.Metadata["agent_version_check"] = map[string]any{"tested_range": rng.String(), "version": version, "in_range": ok,
+		"version_output_recognised": recognised}
 	if ok {
 		return nil
 	}

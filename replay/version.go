@@ -7,102 +7,9 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 )
-
-// VersionRange is the agent versions a continuation was tested with: Min
-// inclusive, Below exclusive (">=0.150.0 <0.180.0").
-type VersionRange struct{ Min, Below string }
-
-func (r VersionRange) String() string { return ">=" + r.Min + " <" + r.Below }
-
-// Contains reports whether v lies in the range. A pre-release sorts before its
-// release, as in semver: 0.180.0-alpha.1 is below 0.180.0.
-func (r VersionRange) Contains(v string) (bool, error) {
-	got, err := parseSemver(v)
-	if err != nil {
-		return false, err
-	}
-	lo, err := parseSemver(r.Min)
-	if err != nil {
-		return false, err
-	}
-	hi, err := parseSemver(r.Below)
-	if err != nil {
-		return false, err
-	}
-	return got.compare(lo) >= 0 && got.compare(hi) < 0, nil
-}
-
-type semver struct {
-	n   [3]int
-	pre string
-}
-
-var semverRe = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$`)
-
-func parseSemver(s string) (semver, error) {
-	m := semverRe.FindStringSubmatch(s)
-	if m == nil {
-		return semver{}, fmt.Errorf("%q is not a version like 1.2.3", s)
-	}
-	var v semver
-	for i := range v.n {
-		n, err := strconv.Atoi(m[i+1])
-		if err != nil {
-			return semver{}, fmt.Errorf("version %q: %w", s, err)
-		}
-		v.n[i] = n
-	}
-	v.pre = m[4]
-	return v, nil
-}
-
-func (a semver) compare(b semver) int {
-	for i := range a.n {
-		if a.n[i] != b.n[i] {
-			if a.n[i] < b.n[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	switch {
-	case a.pre == b.pre:
-		return 0
-	case a.pre == "":
-		return 1
-	case b.pre == "":
-		return -1
-	}
-	return comparePre(a.pre, b.pre)
-}
-
-// comparePre orders pre-release identifiers: numeric ones numerically and
-// below alphanumeric ones, a shorter list first when one is a prefix.
-func comparePre(a, b string) int {
-	as, bs := strings.Split(a, "."), strings.Split(b, ".")
-	for i := 0; i < len(as) && i < len(bs); i++ {
-		x, xerr := strconv.Atoi(as[i])
-		y, yerr := strconv.Atoi(bs[i])
-		switch {
-		case xerr == nil && yerr == nil && x != y:
-			if x < y {
-				return -1
-			}
-			return 1
-		case xerr == nil && yerr != nil:
-			return -1
-		case xerr != nil && yerr == nil:
-			return 1
-		case as[i] != bs[i]:
-			return strings.Compare(as[i], bs[i])
-		}
-	}
-	return len(as) - len(bs)
-}
 
 // versionInText finds x.y.z (with a pre-release) not inside a longer dotted
 // number, after anything: "codex-cli 0.171.0", "pi v0.73.1".
@@ -116,8 +23,8 @@ const (
 )
 
 // probeVersion runs `entry --version` with env and returns the first version
-// number it prints (some CLIs print on stderr).
-func probeVersion(ctx context.Context, entry string, env []string) (string, error) {
+// number it prints (some CLIs print on stderr) and the whole output.
+func probeVersion(ctx context.Context, entry string, env []string) (version, printed string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, entry, "--version")
@@ -125,23 +32,23 @@ func probeVersion(ctx context.Context, entry string, env []string) (string, erro
 	out := &cappedBuffer{max: probeMaxOut}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
+	err = cmd.Run()
 	text := strings.TrimSpace(out.String())
 	switch {
 	case ctx.Err() != nil:
-		return "", fmt.Errorf("%s --version did not finish within %s", entry, probeTimeout)
+		return "", "", fmt.Errorf("%s --version did not finish within %s", entry, probeTimeout)
 	case err != nil:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return "", fmt.Errorf("%s --version failed (%v): %s", entry, err, firstLine(text))
+			return "", "", fmt.Errorf("%s --version failed (%v): %s", entry, err, firstLine(text))
 		}
-		return "", fmt.Errorf("%s --version: %v", entry, err)
+		return "", "", fmt.Errorf("%s --version: %v", entry, err)
 	}
 	m := versionInText.FindStringSubmatch(text)
 	if m == nil {
-		return "", fmt.Errorf("%s --version printed no version number: %q", entry, firstLine(text))
+		return "", "", fmt.Errorf("%s --version printed no version number: %q", entry, firstLine(text))
 	}
-	return m[1], nil
+	return m[1], text, nil
 }
 
 func firstLine(s string) string {

@@ -32,7 +32,11 @@ type chatAgent struct {
 
 func loadChat(t testing.TB, name string) chatAgent {
 	t.Helper()
-	dir := filepath.Join("../../testdata/e2e/sessions", name)
+	dirs, _ := filepath.Glob(filepath.Join("../../testdata/e2e/sessions", name+"@*"))
+	if len(dirs) == 0 {
+		t.Fatalf("no recorded %s session under testdata/e2e/sessions", name)
+	}
+	dir := dirs[0]
 	a := chatAgent{name: name}
 	switch name {
 	case "opencode":

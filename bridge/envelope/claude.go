@@ -14,39 +14,49 @@ import (
 )
 
 // Claude is the envelope of `claude --resume <id> --print` with the nonce on
-// stdin (2.1.197). A print-mode resume of a session that ends at a tool
-// result cannot start without a prompt; Claude Code then closes the
-// interrupted turn itself, and every request of the run holds:
+// stdin. A print-mode resume of a session that ends at a tool result cannot
+// start without a prompt; Claude Code then closes the interrupted turn
+// itself. Releases differ in what they add and where, so the envelope is
+// found by its parts, each optional except the nonce:
 //
-//	M[0 … k-3]   the stored history (the first user message prefixed with the
-//	             context reminder the CLI regenerates at every launch; role
-//	             "system" messages rendered from attachments anywhere)
-//	M[k-2]       the boundary tool results, plus a text block with the resume
-//	             prompt (CLAUDE_CODE_RESUME_PROMPT, set to the per-run
-//	             ClaudeMarker so the match is exact)
-//	M[k-1]       assistant "No response requested." (written by the CLI)
-//	M[k]         user: the nonce (a block array with cache_control while it is
-//	             the last message, a plain string afterwards)
-//	M[k+1 …]     what the model and the tools added since (later requests)
+//	M[0 … b-1]   the stored history; role "system" messages (rendered from
+//	             attachments) anywhere, and runtime <system-reminder> blocks
+//	             at the front of the first user message (2.1.197's user
+//	             context), are runtime items
+//	M[b]         the boundary tool results, ending with the resume prompt
+//	             when the release adds one (2.1.197: the per-run ClaudeMarker
+//	             set in CLAUDE_CODE_RESUME_PROMPT, or Claude Code's default
+//	             text; 2.1.332 adds none)
+//	M[b+1]       assistant "No response requested." (written by the CLI)
+//	M[k]         user: the nonce, after the runtime reminders the release
+//	             renders into the newest prompt (2.1.332: git status, commit
+//	             attribution); a plain string once it is not the last message
+//	M[k+1 …]     role "system" launch context (2.1.332: environment, model,
+//	             date), then what the model and the tools added since
 //
-// The check requires exactly that shape, the history equal to the rebuilt
-// session's projection message for message (claude.Canonical form; runtime
-// items are recognised by shape, counted and forwarded unchanged), and the
-// nonce and the marker once each in the whole body. The forwarded messages
-// drop the marker block, the synthetic answer and the nonce, put the
-// boundary prompt where the marker was (when one was asked for), and on the
-// first request move the nonce's cache breakpoint back onto the last
-// boundary block, where the CLI had it when it recorded the session.
+// The check requires the history equal to the rebuilt session's projection
+// message for message (claude.Canonical form), the boundary results to be
+// exactly those of the rebuilt session, and the nonce and the marker once
+// each in the whole body. The forwarded request is the one Claude Code sends
+// in a session it never left: the resume prompt, the synthetic answer and the
+// nonce removed; reminders that rode on the nonce moved to the front of the
+// first user message and the launch context right after it, where a fresh
+// session has them; the boundary prompt (when one was asked for) where the
+// resume prompt was; and, when the envelope held the request's last cache
+// breakpoint, that breakpoint on the last boundary block.
 type Claude struct {
 	tracker
-	prefix       []json.RawMessage
-	boundary     []string
-	expectMarker bool
+	prefix   []json.RawMessage
+	boundary []string
 }
 
 // noResponse is the assistant text Claude Code writes to close an
 // interrupted turn before a new prompt.
 const noResponse = "No response requested."
+
+// defaultResumePrompt is the resume prompt Claude Code uses when
+// CLAUDE_CODE_RESUME_PROMPT is not honoured.
+const defaultResumePrompt = "Continue from where you left off."
 
 // ClaudeMarker is the resume prompt a run sets in CLAUDE_CODE_RESUME_PROMPT:
 // derived from the nonce, so it is as unique as the nonce and needs no state
@@ -54,10 +64,6 @@ const noResponse = "No response requested."
 func ClaudeMarker(nonce string) string {
 	return "__PVISOR_RESUME_MARKER_" + strings.TrimSuffix(strings.TrimPrefix(nonce, noncePrefix), nonceSuffix) + "__"
 }
-
-// promptlessTools are the boundary tools after whose (non-error) results
-// Claude Code adds no resume prompt (2.1.197's interrupted-turn detection).
-var promptlessTools = map[string]bool{"SendUserMessage": true, "Brief": true, "SendUserFile": true}
 
 // NewClaude returns the envelope for a session whose projection up to the
 // boundary is p; p must end with the boundary tool results.
@@ -68,12 +74,7 @@ func NewClaude(p *claude.Projection, opts Options) (*Claude, error) {
 	if len(p.Messages) < 2 || len(p.BoundaryIDs) == 0 {
 		return nil, fmt.Errorf("claude envelope: the rebuilt session does not end with the tool results of its last response")
 	}
-	expect := slices.ContainsFunc(p.BoundaryTools, func(n string) bool { return !promptlessTools[n] })
-	if !expect {
-		last := gjson.ParseBytes(p.Messages[len(p.Messages)-1])
-		expect = slices.ContainsFunc(last.Get("content").Array(), func(b gjson.Result) bool { return b.Get("is_error").Bool() })
-	}
-	return &Claude{tracker: tracker{opts: opts}, prefix: p.Messages, boundary: p.BoundaryIDs, expectMarker: expect}, nil
+	return &Claude{tracker: tracker{opts: opts}, prefix: p.Messages, boundary: p.BoundaryIDs}, nil
 }
 
 // Check validates one request and returns the body to forward.
@@ -82,7 +83,7 @@ func (c *Claude) Check(ctx context.Context, req *bridge.Request) ([]byte, error)
 	if req.Route != bridge.RouteMessages && req.Route != bridge.RouteCountTokens {
 		return nil, bridge.Refuse("claude talks to /v1/messages only; this request went to the %s route", req.Route)
 	}
-	fwd, s, err := stripClaude(req.Body, c.prefix, c.boundary, c.opts.Nonce, c.expectMarker, c.opts.Prompt)
+	fwd, s, err := StripClaude(req.Body, c.prefix, c.boundary, c.opts.Nonce, c.opts.Prompt)
 	if err != nil {
 		return nil, err
 	}
@@ -98,26 +99,45 @@ func (c *Claude) Check(ctx context.Context, req *bridge.Request) ([]byte, error)
 	if err := c.overBudget(ctx, live); err != nil {
 		return nil, err
 	}
-	c.accepted(live, len(s.Live) == 0, c.opts.Prompt != "", s.Runtime, s.Context)
+	c.accepted(s.Variant(), live, len(s.Live) == 0, c.opts.Prompt != "", s.Runtime, s.Context)
 	return fwd, nil
 }
 
 // ClaudeSplit is one request's messages cut at the envelope.
 type ClaudeSplit struct {
-	Runtime int           // runtime items in the history: role "system" messages, the context reminder
-	Nonce   int           // index of the nonce message
-	Context []ContextItem // role "system" messages between the nonce and the first live answer
-	Live    []json.RawMessage
+	Runtime      int           // runtime items in the history: role "system" messages, reminder blocks
+	Boundary     int           // index of the boundary results message
+	Nonce        int           // index of the nonce message
+	ResumePrompt string        // "marker", "default" or "" (none)
+	NoResponse   bool          // the synthetic "No response requested." was there
+	Reminders    int           // runtime reminder blocks before the nonce, moved to the first user message
+	Context      []ContextItem // role "system" messages between the nonce and the first live answer
+	Live         []json.RawMessage
+}
+
+// Variant names the envelope parts the request had, in request order.
+func (s *ClaudeSplit) Variant() string {
+	var parts []string
+	if s.ResumePrompt != "" {
+		parts = append(parts, "resume-prompt-"+s.ResumePrompt)
+	}
+	if s.NoResponse {
+		parts = append(parts, "no-response")
+	}
+	if s.Reminders > 0 {
+		parts = append(parts, "reminders")
+	}
+	parts = append(parts, "nonce")
+	if len(s.Context) > 0 {
+		parts = append(parts, "context")
+	}
+	return strings.Join(parts, "+")
 }
 
 // StripClaude checks body against the rebuilt session's projection (ending
 // with the results of boundary) and returns the body to forward. An error is
 // a *bridge.Refusal.
 func StripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce, prompt string) ([]byte, *ClaudeSplit, error) {
-	return stripClaude(body, prefix, boundary, nonce, true, prompt)
-}
-
-func stripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce string, expectMarker bool, prompt string) ([]byte, *ClaudeSplit, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, nil, bridge.Refuse("the request body is not valid JSON")
 	}
@@ -126,60 +146,69 @@ func stripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce
 		return nil, nil, bridge.Refuse("the request has no messages array; claude sends the whole conversation as messages")
 	}
 	items := msgs.Array()
-	k := -1
+	s := &ClaudeSplit{Nonce: -1}
+	var reminders []gjson.Result
 	for i, m := range items {
-		if m.Get("role").Str == "user" && onlyText(m.Get("content")) == nonce {
-			if k >= 0 {
-				return nil, nil, bridge.Refuse("the resume nonce appears as messages %d and %d; it must be there once", k, i)
+		if r, ok := nonceMessage(m, nonce); ok {
+			if s.Nonce >= 0 {
+				return nil, nil, bridge.Refuse("the resume nonce appears as messages %d and %d; it must be there once", s.Nonce, i)
 			}
-			k = i
+			s.Nonce, reminders = i, r
 		}
 	}
-	marker := ClaudeMarker(nonce)
+	k := s.Nonce
 	switch n := strings.Count(string(body), nonce); {
 	case k < 0 && n == 0:
 		return nil, nil, bridge.Refuse("the request carries no resume nonce: it is not the resumed conversation this bridge serves")
 	case k < 0:
-		return nil, nil, bridge.Refuse("the resume nonce appears in the request, but not as its own user message")
+		return nil, nil, bridge.Refuse("the resume nonce appears in the request, but not as the last block of its own user message")
 	case n != 1:
 		return nil, nil, bridge.Refuse("the resume nonce appears %d times in the request; only its user message may hold it", n)
-	case k < 2:
+	}
+	s.Reminders = len(reminders)
+	b := k - 1
+	if b >= 0 && items[b].Get("role").Str == "assistant" && onlyText(items[b].Get("content")) == noResponse {
+		s.NoResponse = true
+		b--
+	}
+	if b < 1 {
 		return nil, nil, bridge.Refuse("the resume nonce is message %d; the resumed history must come before it", k)
 	}
-	if a := items[k-1]; a.Get("role").Str != "assistant" || onlyText(a.Get("content")) != noResponse {
-		return nil, nil, bridge.Refuse("message %d before the resume nonce is not the %q answer claude writes when it resumes an interrupted turn (%s)", k-1, noResponse, describeMsg(a))
-	}
-	res := items[k-2]
+	s.Boundary = b
+	res := items[b]
 	if res.Get("role").Str != "user" || !res.Get("content").IsArray() {
-		return nil, nil, bridge.Refuse("message %d before the resume envelope is not the boundary tool results (%s)", k-2, describeMsg(res))
+		return nil, nil, bridge.Refuse("message %d before the resume envelope is not the boundary tool results (%s)", b, describeMsg(res))
 	}
 	blocks := res.Get("content").Array()
-	hasMarker := len(blocks) > 0 && blocks[len(blocks)-1].Get("type").Str == "text" && blocks[len(blocks)-1].Get("text").Str == marker
-	switch n := strings.Count(string(body), marker); {
-	case hasMarker && n != 1:
-		return nil, nil, bridge.Refuse("the resume marker appears %d times in the request; only the boundary results may end with it", n)
-	case !hasMarker && n > 0:
-		return nil, nil, bridge.Refuse("the resume marker appears in the request, but not as the last block of the boundary results (message %d)", k-2)
-	case !hasMarker && expectMarker:
-		return nil, nil, bridge.Refuse("the boundary results (message %d) do not end with the resume marker claude adds to an interrupted turn; was CLAUDE_CODE_RESUME_PROMPT overridden?", k-2)
+	marker := ClaudeMarker(nonce)
+	if n := len(blocks); n > 0 && blocks[n-1].Get("type").Str == "text" {
+		switch blocks[n-1].Get("text").Str {
+		case marker:
+			s.ResumePrompt, blocks = "marker", blocks[:n-1]
+		case defaultResumePrompt:
+			s.ResumePrompt, blocks = "default", blocks[:n-1]
+		}
 	}
-	if hasMarker {
-		blocks = blocks[:len(blocks)-1]
+	switch n := strings.Count(string(body), marker); {
+	case s.ResumePrompt == "marker" && n != 1:
+		return nil, nil, bridge.Refuse("the resume marker appears %d times in the request; only the boundary results may end with it", n)
+	case s.ResumePrompt != "marker" && n > 0:
+		return nil, nil, bridge.Refuse("the resume marker appears in the request, but not as the last block of the boundary results (message %d)", b)
 	}
 	var ids []string
-	for _, b := range blocks {
-		if b.Get("type").Str != "tool_result" {
-			return nil, nil, bridge.Refuse("the boundary message %d holds a %s block; only tool results may precede the resume marker", k-2, b.Get("type").Str)
+	for _, blk := range blocks {
+		if blk.Get("type").Str != "tool_result" {
+			return nil, nil, bridge.Refuse("the boundary message %d holds a %s block; only tool results (and the resume prompt) may end the resumed history", b, blk.Get("type").Str)
 		}
-		ids = append(ids, b.Get("tool_use_id").Str)
+		ids = append(ids, blk.Get("tool_use_id").Str)
 	}
 	if !slices.Equal(ids, boundary) {
-		return nil, nil, bridge.Refuse("the boundary message %d answers tool_use ids %v; the rebuilt session ends with the results of %v", k-2, ids, boundary)
+		return nil, nil, bridge.Refuse("the boundary message %d answers tool_use ids %v; the rebuilt session ends with the results of %v", b, ids, boundary)
 	}
 
-	s := &ClaudeSplit{Nonce: k}
+	first := -1 // the first user message, where a fresh session's reminders are
 	j := 0
-	for i := 0; i <= k-2; i++ {
+	for i := 0; i <= b; i++ {
 		m := items[i]
 		if m.Get("role").Str == "system" {
 			s.Runtime++
@@ -187,12 +216,16 @@ func stripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce
 		}
 		raw := m.Raw
 		switch {
-		case i == k-2:
+		case i == b:
 			raw = withContent(m, joinBlocks(blocks))
 		case j == 0:
-			if c := m.Get("content").Array(); m.Get("role").Str == "user" && len(c) > 1 && claude.IsContextReminder(c[0].Get("text").Str) {
-				raw = withContent(m, joinBlocks(c[1:]))
-				s.Runtime++
+			first = i
+			if c := m.Get("content").Array(); m.Get("role").Str == "user" {
+				n := leadingReminders(c)
+				if n > 0 && n < len(c) {
+					raw = withContent(m, joinBlocks(c[n:]))
+					s.Runtime += n
+				}
 			}
 		}
 		if j >= len(prefix) {
@@ -207,48 +240,201 @@ func stripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce
 	if j != len(prefix) {
 		return nil, nil, bridge.Refuse("the request holds %d messages before the resume envelope; the rebuilt session has %d: the history does not match the boundary", j, len(prefix))
 	}
-	inContext := true
-	for _, m := range items[k+1:] {
-		if inContext && m.Get("role").Str == "system" {
-			text := onlyText(m.Get("content"))
-			s.Context = append(s.Context, ContextItem{Role: "system", Tag: firstLine(text), Length: len(text), SHA256: digest(text)})
-		} else {
-			inContext = false
+	// Role "system" messages right after the nonce: per-turn reminders
+	// (the token count, which a session that never left sends after its
+	// newest message too) stay where they are as runtime items; the launch
+	// context moves next to the first user message when the release put its
+	// reminders on the nonce (2.1.332, where a fresh session has it there),
+	// and otherwise stays after the boundary as inserted context.
+	moved := map[int]bool{}
+	ctxEnd := k + 1
+	for ; ctxEnd < len(items) && items[ctxEnd].Get("role").Str == "system"; ctxEnd++ {
+		text := onlyText(items[ctxEnd].Get("content"))
+		if isTurnReminder(text) {
+			s.Runtime++
+			continue
 		}
+		place := PlacedAfterBoundary
+		if s.Reminders > 0 {
+			place, moved[ctxEnd] = PlacedAfterFirstMessage, true
+		}
+		s.Context = append(s.Context, ContextItem{Role: "system", Tag: firstLine(text), Length: len(text), SHA256: digest(text), Placement: place})
+	}
+	for _, m := range items[k+1:] {
 		s.Live = append(s.Live, json.RawMessage(m.Raw))
 	}
-
-	// The boundary message as the model gets it: the results, the prompt
-	// where the marker was, and on the first request the nonce's cache
-	// breakpoint back on its last block.
-	out := make([]string, 0, len(blocks)+1)
-	for _, b := range blocks {
-		out = append(out, b.Raw)
-	}
-	if prompt != "" {
-		out = append(out, `{"type":"text","text":`+jsonString(prompt)+`}`)
-	}
-	if cc := items[k].Get("content.0.cache_control"); k == len(items)-1 && cc.Exists() {
-		last := out[len(out)-1]
-		if !gjson.Get(last, "cache_control").Exists() {
-			out[len(out)-1] = last[:len(last)-1] + `,"cache_control":` + cc.Raw + "}"
-		}
-	}
-	kept := make([]string, 0, len(items)-2)
-	for i, m := range items {
-		switch {
-		case i == k-2:
-			kept = append(kept, withContent(m, "["+strings.Join(out, ",")+"]"))
-		case i != k-1 && i != k:
-			kept = append(kept, m.Raw)
-		}
-	}
-	fwd, err := splice(body, msgs, "["+strings.Join(kept, ",")+"]")
+	fwd, err := splice(body, msgs, "["+strings.Join(s.forward(items, blocks, reminders, first, ctxEnd, moved, prompt), ",")+"]")
 	if err != nil {
 		return nil, nil, err
 	}
 	return fwd, s, nil
 }
+
+// forward builds the messages sent upstream (see Claude).
+func (s *ClaudeSplit) forward(items, blocks, reminders []gjson.Result, first, ctxEnd int, moved map[int]bool, prompt string) []string {
+	k, b := s.Nonce, s.Boundary
+	// The request's last cache breakpoint, when the nonce or moved launch
+	// context holds it (the first request and its retries): a session that
+	// never left puts it on the last block of its last message, which is
+	// then the boundary. A per-turn reminder that stays last keeps its own.
+	var cc string
+	if last := len(items) - 1; last == k || moved[last] {
+		c := items[last].Get("content")
+		if a := c.Array(); c.IsArray() && len(a) > 0 {
+			cc = a[len(a)-1].Get("cache_control").Raw
+		}
+	}
+	out := make([]string, 0, len(blocks)+1)
+	for _, blk := range blocks {
+		out = append(out, blk.Raw)
+	}
+	if prompt != "" {
+		out = append(out, `{"type":"text","text":`+jsonString(prompt)+`}`)
+	}
+	if cc != "" && !gjson.Get(out[len(out)-1], "cache_control").Exists() {
+		last := out[len(out)-1]
+		out[len(out)-1] = last[:len(last)-1] + `,"cache_control":` + cc + "}"
+	}
+	kept := make([]string, 0, len(items))
+	for i, m := range items {
+		switch {
+		case i == b:
+			kept = append(kept, withContent(m, "["+strings.Join(out, ",")+"]"))
+		case i > b && i <= k:
+			// the resume prompt's answer and the nonce
+		case moved[i]:
+			// next to the first user message, below
+		case i == first && len(reminders) > 0:
+			kept = append(kept, withReminders(m, reminders))
+			for j := k + 1; j < ctxEnd; j++ {
+				if moved[j] {
+					kept = append(kept, asContext(items[j]))
+				}
+			}
+		default:
+			kept = append(kept, m.Raw)
+		}
+	}
+	return kept
+}
+
+// nonceMessage reports whether m is the user message that carries the
+// nonce: its whole content, or its last text block after nothing but runtime
+// reminders (returned).
+func nonceMessage(m gjson.Result, nonce string) ([]gjson.Result, bool) {
+	if m.Get("role").Str != "user" {
+		return nil, false
+	}
+	c := m.Get("content")
+	if c.Type == gjson.String {
+		return nil, c.Str == nonce
+	}
+	a := c.Array()
+	if !c.IsArray() || len(a) == 0 {
+		return nil, false
+	}
+	last := a[len(a)-1]
+	if last.Get("type").Str != "text" || last.Get("text").Str != nonce || leadingReminders(a) != len(a)-1 {
+		return nil, false
+	}
+	return a[:len(a)-1], true
+}
+
+// leadingReminders counts the runtime reminder text blocks at the front of c.
+func leadingReminders(c []gjson.Result) int {
+	n := 0
+	for n < len(c) && c[n].Get("type").Str == "text" && claude.IsRuntimeReminder(c[n].Get("text").Str) {
+		n++
+	}
+	return n
+}
+
+// withReminders returns the user message m with the reminder blocks in
+// front of its content (a string content becomes one text block), as Claude
+// Code sends its first message. A cache breakpoint on a reminder stays where
+// the CLI put it only while that message was last, so it is dropped.
+func withReminders(m gjson.Result, reminders []gjson.Result) string {
+	parts := make([]string, 0, len(reminders)+1)
+	for _, r := range reminders {
+		parts = append(parts, withoutKey(r.Raw, "cache_control"))
+	}
+	c := m.Get("content")
+	if c.Type == gjson.String {
+		parts = append(parts, `{"type":"text","text":`+c.Raw+`}`)
+	} else {
+		for _, b := range c.Array() {
+			parts = append(parts, b.Raw)
+		}
+	}
+	return withContent(m, "["+strings.Join(parts, ",")+"]")
+}
+
+// asContext returns a launch-context system message in the form Claude Code
+// sends it when it is not the last message: one text block becomes a plain
+// string, without a cache breakpoint.
+func asContext(m gjson.Result) string {
+	c := m.Get("content")
+	a := c.Array()
+	if !c.IsArray() {
+		return m.Raw
+	}
+	if len(a) == 1 && a[0].Get("type").Str == "text" {
+		return withContent(m, jsonString(a[0].Get("text").Str))
+	}
+	parts := make([]string, len(a))
+	for i, b := range a {
+		parts[i] = withoutKey(b.Raw, "cache_control")
+	}
+	return withContent(m, "["+strings.Join(parts, ",")+"]")
+}
+
+// isTurnReminder reports whether a system message's text is the per-turn
+// token-count reminder Claude Code adds after the newest message.
+func isTurnReminder(text string) bool {
+	return strings.HasPrefix(text, "<total_tokens>") && strings.HasSuffix(strings.TrimRight(text, "\n"), "</total_tokens>") &&
+		!strings.Contains(text, "\n\n")
+}
+
+// withoutKey returns the JSON object obj without its top-level key (a plain
+// name), every other byte as it was.
+func withoutKey(obj, key string) string {
+	v := gjson.Get(obj, key)
+	if !v.Exists() || v.Index <= 0 {
+		return obj
+	}
+	i := v.Index - 1
+	for i > 0 && isJSONSpace(obj[i]) {
+		i--
+	}
+	if obj[i] != ':' {
+		return obj
+	}
+	i--
+	for i > 0 && isJSONSpace(obj[i]) {
+		i--
+	}
+	start := strings.LastIndex(obj[:i], `"`+key) // the key's opening quote
+	if start < 0 || obj[i] != '"' {
+		return obj
+	}
+	end := v.Index + len(v.Raw)
+	j := start - 1
+	for j > 0 && isJSONSpace(obj[j]) {
+		j--
+	}
+	if obj[j] == ',' {
+		return obj[:j] + obj[end:]
+	}
+	for end < len(obj) && isJSONSpace(obj[end]) {
+		end++
+	}
+	if end < len(obj) && obj[end] == ',' {
+		end++
+	}
+	return obj[:start] + obj[end:]
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // onlyText returns the text of content that is a string or exactly one text
 // block, and "\x00" for anything else (no text equals it).

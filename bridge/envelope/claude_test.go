@@ -20,7 +20,7 @@ import (
 	"github.com/pvisor/pvisor/trajectory/claude"
 )
 
-const claudeSessionDir = "../../testdata/e2e/sessions/claude-code"
+const claudeSessionDir = "../../testdata/e2e/sessions/claude-code@2.1.197"
 
 // claudeFixture is the recorded Claude Code session cut after a step: the
 // projection of the cut, and the requests the real CLI sent at that point
@@ -188,7 +188,7 @@ func TestClaudeRuntimeItems(t *testing.T) {
 	}
 	out = append(out, `{"role":"system","content":"New agent types are now available"}`)
 	body = setMessages(t, body, out)
-	_, s, err := stripClaude([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, true, "")
+	_, s, err := StripClaude([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,10 +213,6 @@ func TestClaudeRefusals(t *testing.T) {
 		ms[i] = f(ms[i])
 		return setMessages(t, good, ms)
 	}
-	drop := func(i int) string {
-		ms := msgs(good)
-		return setMessages(t, good, append(ms[:i:i], ms[i+1:]...))
-	}
 	tests := []struct{ name, body, want string }{
 		{"tampered observation", edit(b, func(s string) string { return strings.Replace(s, "def greet", "def grete", 1) }), "differs from message 4"},
 		{"tampered earlier message", edit(1, func(s string) string { return strings.Replace(s, "Let me look", "Let us look", 1) }), "differs from message 1"},
@@ -226,13 +222,23 @@ func TestClaudeRefusals(t *testing.T) {
 		{"nonce twice", edit(0, func(s string) string { return strings.Replace(s, "Survey", nonce, 1) }), "appears 2 times"},
 		{"envelope missing", fx.first, "carries no resume nonce"},
 		{"foreign conversation", strings.ReplaceAll(good, "Survey the greeter", "Survey another"), "differs from message 0"},
-		{"no synthetic answer", drop(b + 1), "not the \"No response requested.\" answer"},
-		{"no marker", edit(b, func(s string) string {
-			return strings.Replace(s, ClaudeMarker(nonce), "Continue from where you left off.", 1)
-		}), "do not end with the resume marker"},
+		{"other synthetic answer", edit(b+1, func(s string) string { return strings.Replace(s, "No response requested.", "Sure.", 1) }), "is not the boundary tool results"},
+		{"other resume prompt", edit(b, func(s string) string {
+			return strings.Replace(s, ClaudeMarker(nonce), "Go on.", 1)
+		}), "holds a text block"},
+		{"marker twice", edit(1, func(s string) string { return strings.Replace(s, "Let me look", ClaudeMarker(nonce), 1) }), "resume marker appears 2 times"},
+		{"marker out of place", setMessages(t, good, func() []string {
+			ms := msgs(good)
+			ms[1] = strings.Replace(ms[1], "Let me look", ClaudeMarker(nonce), 1)
+			ms[b] = strings.Replace(ms[b], `,{"type":"text","text":"`+ClaudeMarker(nonce)+`"}`, "", 1)
+			return ms
+		}()), "not as the last block of the boundary results"},
+		{"nonce after a user text", edit(b+2, func(s string) string {
+			return strings.Replace(s, `[{"type":"text"`, `[{"type":"text","text":"hi"},{"type":"text"`, 1)
+		}), "not as the last block of its own user message"},
 		{"history cut short", setMessages(t, good, msgs(good)[2:]), "differs from message"},
 		{"extra message", setMessages(t, good, append([]string{`{"role":"user","content":"hi"}`, `{"role":"assistant","content":"yo"}`}, msgs(good)...)), "differs from message"},
-		{"nonce not alone", edit(b+2, func(s string) string { return strings.Replace(s, nonce, nonce+" and more", 1) }), "not as its own user message"},
+		{"nonce not alone", edit(b+2, func(s string) string { return strings.Replace(s, nonce, nonce+" and more", 1) }), "not as the last block of its own user message"},
 		{"no messages", `{"model":"m"}`, "no messages array"},
 		{"not json", `{"messages":[`, "not valid JSON"},
 	}
@@ -321,7 +327,7 @@ func FuzzClaudeStrip(f *testing.F) {
 	f.Add(fx.first)
 	f.Add(`{"messages":[{"role":"user","content":"` + nonce + `"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		fwd, s, err := stripClaude([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, true, "")
+		fwd, s, err := StripClaude([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, "")
 		if err != nil {
 			var ref *bridge.Refusal
 			if !errors.As(err, &ref) {
@@ -339,4 +345,133 @@ func FuzzClaudeStrip(f *testing.F) {
 			t.Fatalf("forwarded %d messages, fewer than the history", got)
 		}
 	})
+}
+
+const launchContext = "# Environment\nYou have been invoked in the following environment: \n - Primary working directory: /repo"
+
+// enveloped2332 is body as Claude Code 2.1.332 sends it on resume: no resume
+// prompt; the runtime reminders ride on the nonce message instead of the
+// first one; the launch context follows as a role "system" message, with
+// the request's last cache breakpoint while it is the last message.
+func enveloped2332(t testing.TB, body string, b int) string {
+	t.Helper()
+	msgs := gjson.Get(body, "messages").Array()
+	first := msgs[0].Get("content").Array()
+	reminder := first[0].Raw
+	var out []string
+	for i, m := range msgs {
+		switch {
+		case i == 0:
+			out = append(out, `{"role":"user","content":[`+first[1].Raw+`]}`)
+		case i == b:
+			out = append(out, strings.Replace(m.Raw, ephemeral, "", 1),
+				`{"role":"assistant","content":[{"type":"text","text":"No response requested."}]}`,
+				`{"role":"user","content":[`+reminder+`,{"type":"text","text":"`+nonce+`"}]}`)
+			if i == len(msgs)-1 {
+				out = append(out, `{"role":"system","content":[{"type":"text","text":`+jsonString(launchContext)+ephemeral+`}]}`)
+			} else {
+				out = append(out, `{"role":"system","content":`+jsonString(launchContext)+`}`)
+			}
+		default:
+			out = append(out, m.Raw)
+		}
+	}
+	return setMessages(t, body, out)
+}
+
+// TestClaude2332StripsToAFreshSessionsRequest: the 2.1.332 envelope strips
+// to the request of a session that never left: the reminders back at the
+// front of the first message, the launch context right after it as a plain
+// string, the cache breakpoint back on the last boundary block.
+func TestClaude2332StripsToAFreshSessionsRequest(t *testing.T) {
+	for step := 1; step <= 5; step++ {
+		fx := loadClaude(t, step)
+		b := len(fx.proj.Messages) - 1
+		c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, rec := range []string{fx.first, fx.next} {
+			if rec == "" {
+				continue
+			}
+			ms := gjson.Get(rec, "messages").Array()
+			want := []string{ms[0].Raw, `{"role":"system","content":` + jsonString(launchContext) + `}`}
+			for _, m := range ms[1:] {
+				want = append(want, m.Raw)
+			}
+			got, err := c.Check(context.Background(), claudeRequest(enveloped2332(t, rec, b)))
+			if err != nil {
+				t.Fatalf("step %d request %d: %v", step, i+1, err)
+			}
+			if d := cmp.Diff(setMessages(t, rec, want), string(got)); d != "" {
+				t.Errorf("step %d request %d: stripped body differs from a fresh session's (-want +stripped):\n%s", step, i+1, d)
+			}
+		}
+		rep := c.Report()
+		if n := rep.Variants["no-response+reminders+nonce+context"]; n != rep.Accepted || n == 0 {
+			t.Errorf("step %d: variants %v, accepted %d", step, rep.Variants, rep.Accepted)
+		}
+		if len(rep.ContextInserted) != 1 || rep.ContextInserted[0].Tag != "# Environment" {
+			t.Errorf("step %d: context items %+v", step, rep.ContextInserted)
+		}
+	}
+}
+
+// TestClaudeEnvelopeParts: each part but the nonce is optional, and the
+// report names the parts a request had.
+func TestClaudeEnvelopeParts(t *testing.T) {
+	fx := loadClaude(t, 2)
+	b := len(fx.proj.Messages) - 1
+	good := enveloped(t, fx.first, b)
+	ms := gjson.Get(good, "messages").Array()
+	raw := func(from, to int) []string {
+		var out []string
+		for _, m := range ms[from:to] {
+			out = append(out, m.Raw)
+		}
+		return out
+	}
+	noMarker := strings.Replace(ms[b].Raw, `,{"type":"text","text":"`+ClaudeMarker(nonce)+`"}`, "", 1)
+	defaultPrompt := strings.Replace(ms[b].Raw, ClaudeMarker(nonce), defaultResumePrompt, 1)
+	for _, tc := range []struct {
+		name, variant string
+		msgs          []string
+	}{
+		{"2.1.197", "resume-prompt-marker+no-response+nonce", raw(0, len(ms))},
+		{"default resume prompt", "resume-prompt-default+no-response+nonce", append(append(raw(0, b), defaultPrompt), raw(b+1, len(ms))...)},
+		{"no synthetic answer", "resume-prompt-marker+nonce", append(raw(0, b+1), ms[b+2].Raw)},
+		{"nonce alone", "nonce", append(raw(0, b), noMarker, ms[b+2].Raw)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Check(context.Background(), claudeRequest(setMessages(t, good, tc.msgs)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(fx.first, string(got)); d != "" {
+				t.Errorf("stripped body differs from the recorded one (-recorded +stripped):\n%s", d)
+			}
+			if v := c.Report().Variants; v[tc.variant] != 1 || len(v) != 1 {
+				t.Errorf("variants %v, want %s", v, tc.variant)
+			}
+		})
+	}
+}
+
+func TestWithoutKey(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}`: `{"type":"text","text":"a"}`,
+		`{"cache_control":{"type":"ephemeral"},"type":"text"}`:            `{"type":"text"}`,
+		`{ "type" : "text" , "cache_control" : {"x":[1,2]} }`:             `{ "type" : "text"  }`,
+		`{"type":"text","text":"\"cache_control\":1"}`:                    `{"type":"text","text":"\"cache_control\":1"}`,
+		`{"cache_control":1}`: `{}`,
+	} {
+		if got := withoutKey(in, "cache_control"); got != want {
+			t.Errorf("withoutKey(%s) = %s, want %s", in, got, want)
+		}
+	}
 }

@@ -73,7 +73,7 @@ func (c *Codex) Check(ctx context.Context, req *bridge.Request) ([]byte, error) 
 	if err := c.overBudget(ctx, live); err != nil {
 		return nil, err
 	}
-	c.accepted(live, len(s.Live) == 0, c.opts.Prompt != "", len(s.Runtime), s.Context)
+	c.accepted(codexVariant(s), live, len(s.Live) == 0, c.opts.Prompt != "", len(s.Runtime), s.Context)
 	return fwd, nil
 }
 
@@ -219,7 +219,7 @@ func contextItem(it gjson.Result) (ContextItem, bool) {
 		}
 		text.WriteString(p.Get("text").Str)
 	}
-	return ContextItem{Role: role, Tag: tag, Length: text.Len(), SHA256: digest(text.String())}, true
+	return ContextItem{Role: role, Tag: tag, Length: text.Len(), SHA256: digest(text.String()), Placement: PlacedAfterBoundary}, true
 }
 
 // equalItem compares a request item with a projection item: the bytes, or
@@ -320,4 +320,13 @@ func liveTurns(items []json.RawMessage) int {
 		}
 	}
 	return n
+}
+
+// codexVariant names the envelope parts one request had: the nonce item,
+// after the world-state updates Codex inserted before it, if any.
+func codexVariant(s *CodexSplit) string {
+	if len(s.Context) > 0 {
+		return "context+nonce"
+	}
+	return "nonce"
 }

@@ -23,7 +23,7 @@ import (
 )
 
 const (
-	session = "../../testdata/e2e/sessions/codex"
+	session = "../../testdata/e2e/sessions/codex@0.171.0"
 	nonce   = "__PVISOR_NATIVE_REPLAY_0123456789abcdef0123456789abcdef__"
 )
 
@@ -196,7 +196,7 @@ func TestCodexContextItemsAreForwardedAndReported(t *testing.T) {
 	if !strings.Contains(string(fwd), "2026-12-01") {
 		t.Error("the context item was not forwarded")
 	}
-	want := []ContextItem{{Role: "user", Tag: "environment_context", Length: 86, SHA256: digest(gjson.Get(env, "content.0.text").Str), Requests: 1}}
+	want := []ContextItem{{Role: "user", Tag: "environment_context", Length: 86, SHA256: digest(gjson.Get(env, "content.0.text").Str), Requests: 1, Placement: PlacedAfterBoundary}}
 	if d := cmp.Diff(want, c.Report().ContextInserted); d != "" {
 		t.Errorf("context items (-want +got):\n%s", d)
 	}

@@ -21,6 +21,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"regexp"
 	"slices"
 	"sync"
@@ -62,6 +63,11 @@ type Report struct {
 	BudgetExceeded  bool          `json:"budget_exceeded"`
 	RuntimeItems    int           `json:"runtime_items"` // items the CLI regenerates on every launch, checked by shape
 	ContextInserted []ContextItem `json:"context_items"`
+	// Variants are the envelope shapes seen (the parts the CLI added, joined
+	// with "+", e.g. "no-response+reminders+nonce"), with how many accepted
+	// requests had each: CLI releases move and rename these parts, and this
+	// says which ones this run met.
+	Variants map[string]int `json:"variants"`
 }
 
 // ContextItem is a world-state update the CLI inserted between the boundary
@@ -75,7 +81,18 @@ type ContextItem struct {
 	SHA256 string `json:"sha256"`
 	// Requests counts the forwarded requests that carried it.
 	Requests int `json:"requests"`
+	// Placement is where the forwarded requests carry it: after the
+	// boundary (the model sees something the recorded session did not have
+	// at that point, so the run is degraded), or next to the first user
+	// message, where the release puts it in a session that never left.
+	Placement string `json:"placement"`
 }
+
+// Context item placements.
+const (
+	PlacedAfterBoundary     = "after_boundary"
+	PlacedAfterFirstMessage = "after_first_message"
+)
 
 const noncePrefix, nonceSuffix = "__PVISOR_NATIVE_REPLAY_", "__"
 
@@ -110,11 +127,15 @@ func (t *tracker) checked() {
 }
 
 // accepted records one forwarded request.
-func (t *tracker) accepted(live int, boundary, injected bool, runtime int, ctxItems []ContextItem) {
+func (t *tracker) accepted(variant string, live int, boundary, injected bool, runtime int, ctxItems []ContextItem) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := &t.rep
 	r.Accepted++
+	if r.Variants == nil {
+		r.Variants = map[string]int{}
+	}
+	r.Variants[variant]++
 	r.NonceRemoved++
 	if injected {
 		r.PromptInjected++
@@ -140,6 +161,7 @@ func (t *tracker) Report() Report {
 	defer t.mu.Unlock()
 	r := t.rep
 	r.ContextInserted = slices.Clone(r.ContextInserted)
+	r.Variants = maps.Clone(r.Variants)
 	return r
 }
 

@@ -124,7 +124,11 @@ func (c *chat) Check(ctx context.Context, req *bridge.Request) ([]byte, error) {
 	if err := c.overBudget(ctx, live); err != nil {
 		return nil, err
 	}
-	c.accepted(live, len(s.Live) == 0, c.opts.Prompt != "", 1, nil)
+	variant := "nonce"
+	if s.Synthetic {
+		variant = "synthetic-answer+nonce"
+	}
+	c.accepted(variant, live, len(s.Live) == 0, c.opts.Prompt != "", 1, nil)
 	return fwd, nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pvisor/pvisor/overlay"
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/doctor"
 )
 
 const usage = `pvisor replays AI coding agents' native sessions.
@@ -17,6 +18,7 @@ Usage:
     pvisor inspect FILE [--agent A] [--json]
     pvisor replay --agent A --trajectory FILE --after-step N [--prepare-only | --replay-only] [flags]
     pvisor replay --config FILE
+    pvisor doctor [--agent A] [--agent-entrypoint PATH] [--json]
     pvisor fake-model --script FILE [--addr 127.0.0.1:PORT]
     pvisor version
 
@@ -25,6 +27,9 @@ Agents: claude-code, codex, opencode, pi, openhands, mini-swe-agent.
 Examples:
     # List the steps of a session, to choose --after-step.
     $ pvisor inspect ~/.claude/projects/-work-repo/0a1b2c3d.jsonl
+
+    # Check the agent CLIs installed here (say, after a new release).
+    $ pvisor doctor
 
     # Validate and plan a replay after step 3 without running anything.
     $ pvisor replay --prepare-only --agent codex --trajectory rollout.jsonl --after-step 3
@@ -55,6 +60,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdReplay(args[1:], stdout, stderr)
 	case "fake-model":
 		return cmdFakeModel(args[1:], stdout, stderr)
+	case "doctor":
+		return cmdDoctor(args[1:], stdout, stderr)
+	case doctor.NetnsCommand:
+		return cmdNetns(args[1:], stdout, stderr)
 	case replay.ChildCommand:
 		return cmdReplayChild(stdout, stderr)
 	case "version", "--version":

@@ -15,12 +15,11 @@ import (
 	"github.com/pvisor/pvisor/bridge/fakemodel"
 )
 
-// agentSpec is everything agent-specific about one recording. The npm versions
-// must match testdata/e2e/install-clis.sh.
+// agentSpec is everything agent-specific about one recording; the releases
+// recorded are those of replay/tested/versions.txt.
 type agentSpec struct {
 	name     string // directory under testdata/e2e/sessions
 	bin      string
-	pkg      string
 	protocol fakemodel.Protocol
 	script   fakemodel.Script // "{CWD}" is the repo path
 	// configure writes the CLI's config files under r.home and returns its env.
@@ -83,7 +82,6 @@ func nativeFile(t *testing.T, r *run, dir, pattern string) session {
 var claudeCode = &agentSpec{
 	name:     "claude-code",
 	bin:      "claude",
-	pkg:      "@anthropic-ai/claude-code@2.1.197",
 	protocol: fakemodel.Anthropic,
 	script: fakemodel.Script{Replies: []fakemodel.Reply{
 		{Thinking: "Start by seeing what is in the repository.", Text: "Let me look around the project first.",
@@ -136,7 +134,6 @@ var claudeCode = &agentSpec{
 var codex = &agentSpec{
 	name:     "codex",
 	bin:      "codex",
-	pkg:      "@openai/codex@0.171.0",
 	protocol: fakemodel.Responses,
 	script: fakemodel.Script{Replies: []fakemodel.Reply{
 		{Thinking: "Start by seeing what is in the repository.", ToolCalls: []fakemodel.ToolCall{
@@ -198,7 +195,6 @@ stream_max_retries = 0
 var opencode = &agentSpec{
 	name:     "opencode",
 	bin:      "opencode",
-	pkg:      "opencode-ai@1.18.33",
 	protocol: fakemodel.Chat,
 	script: fakemodel.Script{Replies: []fakemodel.Reply{
 		{Thinking: "Start by seeing what is in the repository.", Text: "Let me look around the project first.",
@@ -272,7 +268,6 @@ var opencode = &agentSpec{
 var pi = &agentSpec{
 	name:     "pi",
 	bin:      "pi",
-	pkg:      "@mariozechner/pi-coding-agent@0.73.1",
 	protocol: fakemodel.Chat,
 	script: fakemodel.Script{Replies: []fakemodel.Reply{
 		{Thinking: "Start by seeing what is in the repository.", Text: "Let me look around the project first.",

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 
+	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/relocate"
 	"github.com/pvisor/pvisor/trajectory"
@@ -17,19 +18,28 @@ import (
 )
 
 func loadClaudeSession(t *testing.T) *recordedSession {
-	return loadRecordedSession(t, "claude-code", "claude", claudefmt.New())
+	return loadRecordedSession(t, "claude-code", claudefmt.New())
 }
 
-// messages returns the canonical messages of a request body (the context
-// reminder the CLI prepends to the first message removed) and the raw ones.
+// messages returns the canonical messages of a request body (without the
+// runtime items the CLI renders afresh at each launch: the reminders in
+// front of the first message, role "system" messages) and the raw ones.
 func messages(t *testing.T, body []byte) (canon, raw []string) {
 	t.Helper()
 	for i, m := range gjson.GetBytes(body, "messages").Array() {
 		r := m.Raw
 		raw = append(raw, r)
-		if c := m.Get("content").Array(); i == 0 && len(c) > 1 && claudefmt.IsContextReminder(c[0].Get("text").Str) {
-			parts := make([]string, len(c)-1)
-			for j, b := range c[1:] {
+		if m.Get("role").Str == "system" {
+			continue
+		}
+		c := m.Get("content").Array()
+		n := 0
+		for i == 0 && n < len(c)-1 && claudefmt.IsRuntimeReminder(c[n].Get("text").Str) {
+			n++
+		}
+		if n > 0 {
+			parts := make([]string, len(c)-n)
+			for j, b := range c[n:] {
 				parts[j] = b.Raw
 			}
 			r = `{"role":"user","content":[` + strings.Join(parts, ",") + `]}`
@@ -51,8 +61,15 @@ func messages(t *testing.T, body []byte) (canon, raw []string) {
 // agent finishes the task, the continued session holds no envelope record,
 // and its first action equals the recorded one.
 func TestContinueClaudeEveryStep(t *testing.T) {
-	s := loadClaudeSession(t)
-	s.continueEveryStep(t, func(t *testing.T, cr *continueRun, prefixTurns int) {
+	eachRelease(t, "claude-code", claudefmt.New(), func(t *testing.T, s *recordedSession) {
+		s.continueEveryStep(t, func(t *testing.T, cr *continueRun, prefixTurns int) { checkClaudeContinuation(t, s, cr, prefixTurns) })
+	})
+}
+
+// checkClaudeContinuation holds one continuation to the recording (see
+// TestContinueClaudeEveryStep).
+func checkClaudeContinuation(t *testing.T, s *recordedSession, cr *continueRun, prefixTurns int) {
+	{
 		fwd := cr.capture.forwarded()
 		if len(fwd) == 0 {
 			t.Fatalf("nothing reached the upstream\n%s", cr.diagnose())
@@ -68,9 +85,12 @@ func TestContinueClaudeEveryStep(t *testing.T) {
 
 		// Independently: byte for byte the messages the real CLI sent at
 		// this point while recording, but for the workspace path (the
-		// context reminder's date may differ).
+		// context reminder's date may differ). Another release renders its
+		// runtime items its own way: the projection check above holds it.
 		_, orig := messages(t, s.requests[prefixTurns].Body)
-		if len(orig) != len(firstRaw) {
+		if !s.sameRelease() {
+			orig = nil
+		} else if len(orig) != len(firstRaw) {
 			t.Fatalf("forwarded %d messages, the recording's request had %d", len(firstRaw), len(orig))
 		}
 		move := relocate.Paths{From: s.manifest.RepoPath, To: cr.ws}
@@ -108,7 +128,16 @@ func TestContinueClaudeEveryStep(t *testing.T) {
 		if len(ct.Actions) != len(s.traj.Actions) {
 			t.Errorf("the continued session has %d responses on its chain, the recording %d", len(ct.Actions), len(s.traj.Actions))
 		}
-	})
+		rep, _ := cr.res.Metadata["continuation"].(map[string]any)["envelope"].(envelope.Report)
+		n := 0
+		for _, c := range rep.Variants {
+			n += c
+		}
+		if n != rep.Accepted || n == 0 {
+			t.Errorf("envelope variants %v do not account for the %d accepted requests", rep.Variants, rep.Accepted)
+		}
+		t.Logf("claude %s continuing a %s recording: envelope %v", s.release, s.version, rep.Variants)
+	}
 }
 
 // TestContinueClaudeRefusesTamperedSession changes a boundary observation in

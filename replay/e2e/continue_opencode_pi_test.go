@@ -22,12 +22,20 @@ import (
 // stages it and how to project the staged copy.
 type chatSession struct {
 	*recordedSession
+	format  trajectory.Format
 	staged  string // the staged copy under the agent home
 	project func(data []byte) ([]json.RawMessage, error)
 }
 
 func loadChatSession(t *testing.T, agent string) *chatSession {
 	t.Helper()
+	s := chatFor(agent)
+	s.recordedSession = loadRecordedSession(t, agent, s.format)
+	return s
+}
+
+// chatFor is agent's chatSession without the recording.
+func chatFor(agent string) *chatSession {
 	s := &chatSession{}
 	var format trajectory.Format
 	switch agent {
@@ -50,7 +58,7 @@ func loadChatSession(t *testing.T, agent string) *chatSession {
 			return p.Items, nil
 		}
 	}
-	s.recordedSession = loadRecordedSession(t, agent, agent, format)
+	s.format = format
 	return s
 }
 
@@ -83,35 +91,38 @@ func mainBodies(fwd [][]byte) [][]byte {
 func TestContinueOpenCodePiEveryStep(t *testing.T) {
 	for _, agent := range []string{"opencode", "pi"} {
 		t.Run(agent, func(t *testing.T) {
-			s := loadChatSession(t, agent)
-			s.continueEveryStep(t, func(t *testing.T, cr *continueRun, _ int) {
-				fwd := mainBodies(cr.capture.forwarded())
-				if len(fwd) == 0 {
-					t.Fatalf("nothing reached the upstream\n%s", cr.diagnose())
-				}
-				proj, err := s.project(cr.staged(t, s.staged))
-				if err != nil {
-					t.Fatal(err)
-				}
-				first := chatMessages(fwd[0])
-				if gjson.Get(first[0], "role").Str != "system" {
-					t.Errorf("messages[0] is not the system message: %.200s", first[0])
-				}
-				if d := cmp.Diff(rawStrings(proj), first[1:]); d != "" {
-					t.Errorf("first forwarded request differs from the rebuilt prefix projection (-projection +forwarded):\n%s", d)
-				}
-				for i, b := range cr.capture.forwarded() {
-					if bytes.Contains(b, []byte("__PVISOR_NATIVE_REPLAY_")) {
-						t.Errorf("request %d: the nonce reached the upstream", i)
+			s := chatFor(agent)
+			eachRelease(t, agent, s.format, func(t *testing.T, rs *recordedSession) {
+				s := &chatSession{recordedSession: rs, format: s.format, staged: s.staged, project: s.project}
+				s.continueEveryStep(t, func(t *testing.T, cr *continueRun, _ int) {
+					fwd := mainBodies(cr.capture.forwarded())
+					if len(fwd) == 0 {
+						t.Fatalf("nothing reached the upstream\n%s", cr.diagnose())
 					}
-				}
-				name := "continued-trajectory.json"
-				if agent == "pi" {
-					name = "continued-events.jsonl"
-				}
-				if cont := cr.file(t, "native/"+name); bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
-					t.Error("the continued session holds the nonce")
-				}
+					proj, err := s.project(cr.staged(t, s.staged))
+					if err != nil {
+						t.Fatal(err)
+					}
+					first := chatMessages(fwd[0])
+					if gjson.Get(first[0], "role").Str != "system" {
+						t.Errorf("messages[0] is not the system message: %.200s", first[0])
+					}
+					if d := cmp.Diff(rawStrings(proj), first[1:]); d != "" {
+						t.Errorf("first forwarded request differs from the rebuilt prefix projection (-projection +forwarded):\n%s", d)
+					}
+					for i, b := range cr.capture.forwarded() {
+						if bytes.Contains(b, []byte("__PVISOR_NATIVE_REPLAY_")) {
+							t.Errorf("request %d: the nonce reached the upstream", i)
+						}
+					}
+					name := "continued-trajectory.json"
+					if agent == "pi" {
+						name = "continued-events.jsonl"
+					}
+					if cont := cr.file(t, "native/"+name); bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
+						t.Error("the continued session holds the nonce")
+					}
+				})
 			})
 		})
 	}

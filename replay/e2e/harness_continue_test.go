@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,34 +22,98 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
 )
 
-// recordedSession is a recorded session (testdata/e2e/sessions/<agent>) and
-// what it takes to continue it with the real CLI.
+// recordedSession is a recorded session (testdata/e2e/sessions/<agent>@<version>)
+// and the CLI release that continues it.
 type recordedSession struct {
 	agent, dir, file, bin string
+	version               string // of the CLI that recorded the session
+	release               string // of the CLI that continues it (bin)
 	format                trajectory.Format
 	traj                  *trajectory.Trajectory
 	requests              []fakemodel.Request // the main requests the real CLI sent while recording
 	manifest              manifest
 }
 
-// loadRecordedSession skips the test when the agent's CLI (bin under the e2e
-// bin dir) is not installed: the continuation needs the real one.
-func loadRecordedSession(t *testing.T, agent, bin string, format trajectory.Format) *recordedSession {
+// sameRelease reports whether the session is continued by the release that
+// recorded it: only then must the requests equal the recorded ones byte for
+// byte (another release renders runtime items its own way).
+func (s *recordedSession) sameRelease() bool { return s.version == s.release }
+
+// recordingDirs are the recorded sessions of agent, one per CLI release that
+// recorded one, oldest release first.
+func recordingDirs(t *testing.T, agent string) []string {
 	t.Helper()
-	s := &recordedSession{agent: agent, format: format,
-		dir: filepath.Join(projectRoot(t), "testdata", "e2e", "sessions", agent), bin: filepath.Join(binDir(t), bin)}
-	if _, err := os.Stat(s.bin); err != nil {
-		t.Skipf("%s CLI not installed at %s: run testdata/e2e/install-clis.sh first", bin, s.bin)
+	dirs, _ := filepath.Glob(filepath.Join(projectRoot(t), "testdata", "e2e", "sessions", agent+"@*"))
+	if len(dirs) == 0 {
+		t.Fatalf("no recorded %s session under testdata/e2e/sessions", agent)
 	}
+	slices.SortFunc(dirs, func(a, b string) int {
+		return tested.MustSemver(strings.SplitN(filepath.Base(a), "@", 2)[1]).Compare(tested.MustSemver(strings.SplitN(filepath.Base(b), "@", 2)[1]))
+	})
+	return dirs
+}
+
+// loadRecordedSession is the newest tested release of agent continuing the
+// session that release recorded (or, when it recorded none, the oldest
+// recording). It skips the test when the release is not installed.
+func loadRecordedSession(t *testing.T, agent string, format trajectory.Format) *recordedSession {
+	t.Helper()
+	rels := tested.Of(agent)
+	newest := rels[len(rels)-1]
+	dirs := recordingDirs(t, agent)
+	dir := dirs[0]
+	for _, d := range dirs {
+		if strings.HasSuffix(d, "@"+newest.Version) {
+			dir = d
+		}
+	}
+	return loadRecording(t, dir, newest, format)
+}
+
+// eachRelease runs f for every recorded session of agent continued by every
+// tested release of agent (recordings × releases), each in its own subtest
+// "<recording>/by-<release>".
+func eachRelease(t *testing.T, agent string, format trajectory.Format, f func(t *testing.T, s *recordedSession)) {
+	for _, dir := range recordingDirs(t, agent) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			for _, rel := range tested.Of(agent) {
+				t.Run("by-"+rel.Version, func(t *testing.T) { f(t, loadRecording(t, dir, rel, format)) })
+			}
+		})
+	}
+}
+
+// releaseBin is where install-clis.sh puts a release's CLI. A release that
+// is not installed skips the test, or fails it under CI, where the install
+// script has run.
+func releaseBin(t *testing.T, rel tested.Release) string {
+	t.Helper()
+	bin := filepath.Join(e2eDir(t), "cli", rel.Agent+"@"+rel.Version, "node_modules", ".bin", rel.Binary)
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s %s is not installed at %s: install-clis.sh should have installed it", rel.Agent, rel.Version, bin)
+		}
+		t.Skipf("%s %s not installed at %s: run testdata/e2e/install-clis.sh first", rel.Agent, rel.Version, bin)
+	}
+	return bin
+}
+
+func loadRecording(t *testing.T, dir string, rel tested.Release, format trajectory.Format) *recordedSession {
+	t.Helper()
+	s := &recordedSession{agent: rel.Agent, format: format, dir: dir, bin: releaseBin(t, rel), release: rel.Version}
 	m, err := readManifest(filepath.Join(s.dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.manifest = m
+	if s.version = versionRe.FindString(m.CLIVersion); s.version == "" {
+		t.Fatalf("%s: manifest cli_version %q names no version", dir, m.CLIVersion)
+	}
 	s.file = filepath.Join(s.dir, m.Files["session"])
 	data, err := os.ReadFile(s.file)
 	if err != nil {

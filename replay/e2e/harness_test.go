@@ -27,7 +27,8 @@ import (
 )
 
 var (
-	record = flag.Bool("record", false, "copy the recorded sessions into testdata/e2e/sessions")
+	record = flag.Bool("record", false, "copy the recorded sessions into testdata/e2e/sessions/<agent>@<version>")
+	only   = flag.String("record-release", "", "with -record: copy only these recordings (comma-separated agent@version)")
 	keep   = flag.Bool("keep", false, "keep the work directories under $TMPDIR/pvisor-e2e")
 )
 
@@ -68,20 +69,17 @@ func projectRoot(t *testing.T) string {
 	return filepath.Clean(filepath.Join(wd, "..", ".."))
 }
 
-// binDir is where install-clis.sh puts the CLIs; PVISOR_E2E_BIN_DIR overrides it.
-func binDir(t *testing.T) string {
-	if d := os.Getenv("PVISOR_E2E_BIN_DIR"); d != "" {
+// e2eDir is where install-clis.sh installs the CLIs (PVISOR_E2E_DIR, as for
+// the script).
+func e2eDir(t *testing.T) string {
+	if d := os.Getenv("PVISOR_E2E_DIR"); d != "" {
 		return d
 	}
-	return filepath.Join(projectRoot(t), ".e2e", "npm", "node_modules", ".bin")
+	return filepath.Join(projectRoot(t), ".e2e")
 }
 
-func newRun(t *testing.T, a *agentSpec) *run {
+func newRun(t *testing.T, a *agentSpec, bin string) *run {
 	t.Helper()
-	bin := filepath.Join(binDir(t), a.bin)
-	if _, err := os.Stat(bin); err != nil {
-		t.Skipf("%s CLI not installed at %s: run testdata/e2e/install-clis.sh first", a.name, bin)
-	}
 	root := filepath.Join(os.TempDir(), "pvisor-e2e", a.name)
 	if err := os.RemoveAll(root); err != nil {
 		t.Fatal(err)

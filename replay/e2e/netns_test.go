@@ -3,13 +3,13 @@
 package e2e
 
 import (
-	"fmt"
-	"net"
 	"os"
 	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pvisor/pvisor/replay/netns"
 )
 
 // enterLoopbackNetns moves the calling goroutine's thread into a fresh network
@@ -29,34 +29,10 @@ func enterLoopbackNetns(t *testing.T) {
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 		t.Fatalf("unshare network namespace: %v (run as root on Linux, outside a seccomp profile that blocks unshare)", err)
 	}
-	if err := loopbackUp(); err != nil {
+	if err := netns.LoopbackUp(); err != nil {
 		t.Fatal(err)
 	}
-	ifs, err := net.Interfaces()
-	if err != nil {
-		t.Fatalf("list interfaces in the new namespace: %v", err)
+	if err := netns.CheckLoopbackOnly(); err != nil {
+		t.Fatal(err)
 	}
-	if len(ifs) != 1 || ifs[0].Name != "lo" || ifs[0].Flags&net.FlagUp == 0 {
-		t.Fatalf("namespace is not loopback-only: %v", ifs)
-	}
-}
-
-func loopbackUp() error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("socket for lo: %w", err)
-	}
-	defer unix.Close(fd)
-	ifr, err := unix.NewIfreq("lo")
-	if err != nil {
-		return err
-	}
-	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("read lo flags: %w", err)
-	}
-	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
-	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
-		return fmt.Errorf("bring lo up: %w", err)
-	}
-	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/tested"
 )
 
 // The task every agent is scripted through, and the state it must leave behind.
@@ -26,17 +27,21 @@ var finalFiles = map[string]string{
 
 const runTimeout = 3 * time.Minute
 
-// TestRecordSessions runs each real CLI through a scripted multi-step task against
-// the fake model, checks what it did, and (with -record) stores the native session,
-// the initial repo and a manifest under testdata/e2e/sessions/<agent>.
+// TestRecordSessions runs every tested release of each real CLI through a
+// scripted multi-step task against the fake model, checks what it did and that
+// pvisor decodes the session it wrote (so a release that changes its format
+// fails here first), and (with -record) stores the native session, the initial
+// repo and a manifest under testdata/e2e/sessions/<agent>@<version>.
 func TestRecordSessions(t *testing.T) {
 	for _, a := range agents {
-		t.Run(a.name, func(t *testing.T) { recordAgent(t, a) })
+		for _, rel := range tested.Of(a.name) {
+			t.Run(a.name+"@"+rel.Version, func(t *testing.T) { recordAgent(t, a, rel) })
+		}
 	}
 }
 
-func recordAgent(t *testing.T, a *agentSpec) {
-	r := newRun(t, a)
+func recordAgent(t *testing.T, a *agentSpec, rel tested.Release) {
+	r := newRun(t, a, releaseBin(t, rel))
 	enterLoopbackNetns(t) // from here on this goroutine and its children see only lo
 	r.makeRepo(t)
 	r.provideFd(t)
@@ -103,7 +108,7 @@ func recordAgent(t *testing.T, a *agentSpec) {
 		envOut[k] = v
 	}
 	m := manifest{
-		Agent: a.name, Package: a.pkg, CLIVersion: firstLine(verOut), Protocol: string(a.protocol),
+		Agent: a.name, Package: rel.Package + "@" + rel.Version, CLIVersion: firstLine(verOut), Protocol: string(a.protocol),
 		Argv: r.argv[1:], Env: envOut, Config: r.config, Prompt: taskPrompt, RepoPath: r.repo, HomePath: r.home,
 		SessionID: s.id, NativePath: s.nativePath,
 		Files: map[string]string{"session": s.name, "stdout": "stdout.jsonl", "initial_repo": "repo.tar.gz",
@@ -112,8 +117,9 @@ func recordAgent(t *testing.T, a *agentSpec) {
 		RunSeconds: float64(r.took.Milliseconds()) / 1000, RecordedAt: time.Now().UTC().Format(time.RFC3339),
 	}
 	out := filepath.Join(t.TempDir(), a.name)
-	if *record {
-		out = filepath.Join(projectRoot(t), "testdata", "e2e", "sessions", a.name)
+	name := a.name + "@" + rel.Version
+	if *record && (*only == "" || slices.Contains(strings.Split(*only, ","), name)) {
+		out = filepath.Join(projectRoot(t), "testdata", "e2e", "sessions", name)
 		if err := os.RemoveAll(out); err != nil {
 			t.Fatal(err)
 		}

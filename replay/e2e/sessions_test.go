@@ -10,12 +10,15 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/trajectory"
+	formats "github.com/pvisor/pvisor/trajectory/agents"
 )
 
 // The initial repository every agent starts from. README.md has a typo the agent
@@ -25,6 +28,9 @@ var initialFiles = map[string]string{
 	"main.py":         "from greeter.util import greet\n\nif __name__ == \"__main__\":\n    print(greet(\"world\"))\n",
 	"greeter/util.py": "def greet(name):\n    return f\"Hello, {name}!\"\n\n\ndef shout(name):\n    return greet(name).upper()\n",
 }
+
+// versionRe finds the version in a manifest's cli_version ("2.1.197 (Claude Code)").
+var versionRe = regexp.MustCompile(`\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?`)
 
 // manifest describes one recorded session (testdata/e2e/sessions/<agent>/manifest.json).
 type manifest struct {
@@ -178,9 +184,11 @@ var sessionsDir = filepath.Join("..", "..", "testdata", "e2e", "sessions")
 // scripted tool calls with no failed result, and the fake model saw the whole script.
 func TestRecordedSessions(t *testing.T) {
 	manifests, _ := filepath.Glob(filepath.Join(sessionsDir, "*", "manifest.json"))
-	if len(manifests) != len(inspectors) {
-		t.Fatalf("found %d recordings (%v), want one per agent %v: regenerate with "+
-			"go test -tags e2e ./replay/e2e -run TestRecordSessions -record", len(manifests), manifests, keys(inspectors))
+	for agent := range inspectors {
+		if d, _ := filepath.Glob(filepath.Join(sessionsDir, agent+"@*")); len(d) == 0 {
+			t.Errorf("no recording of %s: make one with "+
+				"go test -tags e2e ./replay/e2e -run TestRecordSessions -record -record-release %s@<version>", agent, agent)
+		}
 	}
 	for _, mp := range manifests {
 		dir := filepath.Dir(mp)
@@ -194,8 +202,8 @@ func checkRecording(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Agent != filepath.Base(dir) {
-		t.Errorf("manifest agent %q in directory %s", m.Agent, dir)
+	if v := versionRe.FindString(m.CLIVersion); filepath.Base(dir) != m.Agent+"@"+v && !strings.HasPrefix(dir, os.TempDir()) {
+		t.Errorf("manifest of %s %q in directory %s, want %s@%s", m.Agent, m.CLIVersion, dir, m.Agent, v)
 	}
 	read := func(role string) []byte {
 		t.Helper()
@@ -210,6 +218,25 @@ func checkRecording(t *testing.T, dir string) {
 	calls, failed, err := inspectors[m.Agent](native)
 	if err != nil {
 		t.Fatalf("session %s: %v", m.Files["session"], err)
+	}
+	// pvisor's own decoder reads what this release wrote: one step per
+	// scripted response with tool calls.
+	format, ok := formats.Lookup(m.Agent)
+	if !ok {
+		t.Fatalf("no decoder for %s", m.Agent)
+	}
+	tr, err := format.Decode(bytes.NewReader(native), trajectory.Options{})
+	if err != nil {
+		t.Fatalf("pvisor cannot decode the session %s wrote: %v", m.CLIVersion, err)
+	}
+	steps := 0
+	for _, r := range m.Script.Replies {
+		if len(r.ToolCalls) > 0 {
+			steps++
+		}
+	}
+	if got := len(tr.Steps()); got != steps {
+		t.Errorf("pvisor decodes %d steps from the session %s wrote; the script has %d responses with tool calls", got, m.CLIVersion, steps)
 	}
 	if want := scriptCalls(m.Script); calls != want || calls != m.ToolCalls {
 		t.Errorf("session holds %d tool calls, manifest says %d, script makes %d", calls, m.ToolCalls, want)
@@ -259,14 +286,6 @@ func checkRecording(t *testing.T, dir string) {
 			t.Errorf("reply %d was never served", i)
 		}
 	}
-}
-
-func keys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 func readManifest(path string) (manifest, error) {

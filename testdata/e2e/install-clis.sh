@@ -1,51 +1,48 @@
 #!/usr/bin/env bash
-# Installs the real agent CLIs used by the e2e tests (go test -tags e2e ./replay/e2e)
-# into an ignored folder, plus the search tools they shell out to and would otherwise
-# try to download (which fails offline): ripgrep for OpenCode's glob/grep and Pi's
-# grep, fd (Debian: fdfind) for Pi's find.
+# Installs every agent CLI release listed in replay/tested/versions.txt side by side
+# into an ignored folder, for the e2e version matrix (go test -tags e2e ./replay/e2e),
+# `make demo` and `pvisor doctor`; plus the search tools the CLIs shell out to and
+# would otherwise try to download (which fails offline): ripgrep for OpenCode's
+# glob/grep and Pi's grep, fd (Debian: fdfind) for Pi's find.
 #
-# Usage: testdata/e2e/install-clis.sh            installs into <repo>/.e2e
-#        PVISOR_E2E_DIR=/some/dir install-clis.sh
-# Prints the bin directory on its last line. Re-running with everything in place takes
-# well under a second: a stamp file records what was installed.
+# Layout:  .e2e/cli/<agent>@<version>/node_modules/.bin/<binary>   every listed release
+#          .e2e/bin/<binary>                                       the newest listed release
+# Usage:   testdata/e2e/install-clis.sh            installs into <repo>/.e2e
+#          PVISOR_E2E_DIR=/some/dir install-clis.sh
+# Prints the bin directory (newest releases) on its last line. Re-running with
+# everything in place takes well under a second: a stamp per release records it.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=${PVISOR_E2E_DIR:-$root/.e2e}
+versions="$root/replay/tested/versions.txt"
 
-# The versions the reference recordings (shared/reference/real-clients.md) were made
-# with; all four are still served by the npm registry. Bump them together with the
-# tested version ranges in replay/.
-pkgs=(
-  "@anthropic-ai/claude-code@2.1.197"
-  "@openai/codex@0.171.0"
-  "opencode-ai@1.18.33"
-  "@mariozechner/pi-coding-agent@0.73.1"
-)
-bins=(claude codex opencode pi)
-
-mkdir -p "$dir/npm"
+mkdir -p "$dir/cli" "$dir/bin"
 [ -f "$dir/.gitignore" ] || printf '*\n' >"$dir/.gitignore"
 
-stamp="$dir/npm/.pvisor-installed"
-want=$(printf '%s\n' "${pkgs[@]}")
-ok=1
-if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then ok=0; fi
-for b in "${bins[@]}"; do [ -x "$dir/npm/node_modules/.bin/$b" ] || ok=0; done
+# agent package version binary, comments stripped; sorted so the newest of each
+# agent comes last (sort -V orders 2.1.197 before 2.1.265 before 2.1.332).
+releases=$(sed 's/#.*//' "$versions" | awk 'NF == 4 { print $1, $2, $3, $4 }' | sort -k1,1 -k3,3V)
+[ -n "$releases" ] || { echo "install-clis: no releases in $versions" >&2; exit 1; }
 
-if [ "$ok" = 0 ]; then
-  command -v npm >/dev/null || { echo "install-clis: npm not found; install Node.js >= 20 and npm first" >&2; exit 1; }
-  echo "install-clis: installing ${pkgs[*]} into $dir/npm" >&2
-  rm -f "$stamp"
-  # No package.json of ours: --prefix makes npm create a throwaway one in $dir/npm.
-  npm install --prefix "$dir/npm" --no-audit --no-fund --no-update-notifier \
-    --loglevel=error "${pkgs[@]}" >&2
-  for b in "${bins[@]}"; do
-    "$dir/npm/node_modules/.bin/$b" --version >/dev/null 2>&1 ||
-      { echo "install-clis: $b --version failed after install; see $dir/npm" >&2; exit 1; }
-  done
-  printf '%s\n' "$want" >"$stamp"
-fi
+while read -r agent pkg version bin; do
+  prefix="$dir/cli/$agent@$version"
+  exe="$prefix/node_modules/.bin/$bin"
+  stamp="$prefix/.pvisor-installed"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$pkg@$version" ] || [ ! -x "$exe" ]; then
+    command -v npm >/dev/null || { echo "install-clis: npm not found; install Node.js >= 20 and npm first" >&2; exit 1; }
+    echo "install-clis: installing $pkg@$version into $prefix" >&2
+    rm -f "$stamp"
+    mkdir -p "$prefix"
+    # No package.json of ours: --prefix makes npm create a throwaway one.
+    npm install --prefix "$prefix" --no-audit --no-fund --no-update-notifier \
+      --loglevel=error "$pkg@$version" >&2
+    "$exe" --version >/dev/null 2>&1 ||
+      { echo "install-clis: $bin --version failed after installing $pkg@$version; see $prefix" >&2; exit 1; }
+    printf '%s\n' "$pkg@$version" >"$stamp"
+  fi
+  ln -sfn "$exe" "$dir/bin/$bin" # the last line of each agent (the newest) wins
+done <<<"$releases"
 
 debs=()
 command -v rg >/dev/null || debs+=(ripgrep)
@@ -57,4 +54,4 @@ if [ ${#debs[@]} -gt 0 ]; then
   apt-get install -y -qq "${debs[@]}" >&2 || { apt-get update -qq >&2 && apt-get install -y -qq "${debs[@]}" >&2; }
 fi
 
-echo "$dir/npm/node_modules/.bin"
+echo "$dir/bin"

@@ -32,7 +32,7 @@ type Projection struct {
 	SessionID string
 	// BoundaryIDs are the tool_use ids of the last assistant message when
 	// the projection ends with their tool results (a session rebuilt up to
-	// a step), in tool_use order; nil otherwise.
+	// a step), in the order of the results; nil otherwise.
 	BoundaryIDs []string
 	// BoundaryTools are the names of those tools.
 	BoundaryTools []string
@@ -266,9 +266,27 @@ func (p *Projection) boundary(msgs []message) {
 		id, _ := bm["tool_use_id"].(string)
 		got = append(got, id)
 	}
-	if len(ids) > 0 && slices.Equal(ids, got) {
-		p.BoundaryIDs, p.BoundaryTools = ids, names
+	// The results answer exactly the calls, in the order the CLI stored
+	// them: 2.1.197 wrote parallel results in tool_use order, 2.1.332 writes
+	// them as they complete, and the request keeps the stored order.
+	if len(ids) == 0 || len(got) != len(ids) {
+		return
 	}
+	byID := map[string]string{}
+	for i, id := range ids {
+		byID[id] = names[i]
+	}
+	seen := map[string]bool{}
+	var gotNames []string
+	for _, id := range got {
+		name, ok := byID[id]
+		if !ok || seen[id] {
+			return
+		}
+		seen[id] = true
+		gotNames = append(gotNames, name)
+	}
+	p.BoundaryIDs, p.BoundaryTools = got, gotNames
 }
 
 // Canonical returns a request message in the form projections use: content as
@@ -334,6 +352,17 @@ const contextReminderPrefix = "<system-reminder>\nAs you answer the user's quest
 
 // IsContextReminder reports whether text is that block.
 func IsContextReminder(text string) bool {
-	return strings.HasPrefix(text, contextReminderPrefix) &&
+	return strings.HasPrefix(text, contextReminderPrefix) && IsRuntimeReminder(text)
+}
+
+// IsRuntimeReminder reports whether text is one whole <system-reminder>
+// block: what Claude Code renders from the context it gathers at each launch
+// (user context, git status, commit attribution) into the user message of a
+// request. Which reminders a release adds, and to which user message, moves
+// between releases (2.1.197 prefixed the first message with the user
+// context; 2.1.332 puts git status and attribution before the newest
+// prompt), so envelopes recognise them by this shape.
+func IsRuntimeReminder(text string) bool {
+	return strings.HasPrefix(text, "<system-reminder>\n") &&
 		strings.HasSuffix(strings.TrimRight(text, "\n"), "</system-reminder>")
 }

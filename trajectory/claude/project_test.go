@@ -16,11 +16,19 @@ import (
 	"github.com/pvisor/pvisor/trajectory"
 )
 
-const recordedDir = "../../testdata/e2e/sessions/claude-code"
+// recordedDirs are the e2e recordings of Claude Code, one per release.
+func recordedDirs(t *testing.T) []string {
+	t.Helper()
+	dirs, _ := filepath.Glob("../../testdata/e2e/sessions/claude-code@*")
+	if len(dirs) == 0 {
+		t.Fatal("no Claude Code recording under testdata/e2e/sessions")
+	}
+	return dirs
+}
 
 // recordedRequests returns the bodies of the model requests the real CLI
-// (2.1.197) sent while it recorded the e2e session, in order.
-func recordedRequests(t *testing.T) [][]byte {
+// sent while it recorded the e2e session in recordedDir, in order.
+func recordedRequests(t *testing.T, recordedDir string) [][]byte {
 	t.Helper()
 	f, err := os.Open(filepath.Join(recordedDir, "requests.jsonl.gz"))
 	if err != nil {
@@ -45,19 +53,27 @@ func recordedRequests(t *testing.T) [][]byte {
 	return out
 }
 
-// wireCanonical is a request's messages in canonical form, with the context
-// reminder the CLI prepends to the first message removed.
+// wireCanonical is a request's messages in canonical form, without the
+// runtime items the CLI renders at each launch: the reminders it prepends to
+// the first message and role "system" messages.
 func wireCanonical(t *testing.T, body []byte) []string {
 	t.Helper()
 	var out []string
 	for i, m := range gjson.GetBytes(body, "messages").Array() {
 		raw := []byte(m.Raw)
+		if m.Get("role").Str == "system" {
+			continue
+		}
 		if i == 0 {
 			c := m.Get("content").Array()
-			if len(c) < 2 || !IsContextReminder(c[0].Get("text").Str) {
-				t.Fatalf("message 0 does not start with the context reminder: %.300s", m.Raw)
+			n := 0
+			for n < len(c)-1 && IsRuntimeReminder(c[n].Get("text").Str) {
+				n++
 			}
-			raw = []byte(`{"role":"user","content":[` + joinRaw(c[1:]) + `]}`)
+			if n == 0 {
+				t.Fatalf("message 0 does not start with a runtime reminder: %.300s", m.Raw)
+			}
+			raw = []byte(`{"role":"user","content":[` + joinRaw(c[n:]) + `]}`)
 		}
 		cm, err := Canonical(raw)
 		if err != nil {
@@ -81,7 +97,13 @@ func joinRaw(rs []gjson.Result) string {
 // sent at that point while recording (the request answered by the next
 // response), so the projection is what a resume of the cut re-sends.
 func TestProjectMatchesRecordedRequests(t *testing.T) {
-	reqs := recordedRequests(t)
+	for _, dir := range recordedDirs(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) { projectMatchesRecordedRequests(t, dir) })
+	}
+}
+
+func projectMatchesRecordedRequests(t *testing.T, recordedDir string) {
+	reqs := recordedRequests(t, recordedDir)
 	names, _ := filepath.Glob(filepath.Join(recordedDir, "*-*-*-*-*.jsonl"))
 	if len(names) != 1 {
 		t.Fatalf("want one session in %s, found %v", recordedDir, names)
@@ -116,9 +138,15 @@ func TestProjectMatchesRecordedRequests(t *testing.T) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("step %d: projection differs from the recorded request (-recorded +projection):\n%s", a.Step, d)
 		}
+		// The boundary is the recorded request's last message: its results
+		// in the order the CLI stored them (2.1.332: as they completed).
 		var ids []string
-		for _, c := range a.Calls {
-			ids = append(ids, c.ID)
+		msgs := gjson.GetBytes(reqs[turns], "messages").Array()
+		for _, b := range msgs[len(msgs)-1].Get("content").Array() {
+			ids = append(ids, b.Get("tool_use_id").Str)
+		}
+		if len(ids) != len(a.Calls) {
+			t.Errorf("step %d: the recorded request ends with %d results for %d calls", a.Step, len(ids), len(a.Calls))
 		}
 		if d := cmp.Diff(ids, p.BoundaryIDs); d != "" {
 			t.Errorf("step %d: boundary ids (-want +got):\n%s", a.Step, d)

@@ -21,7 +21,7 @@ import (
 	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
-const e2eDir = "../../testdata/e2e/sessions/claude-code"
+const e2eDir = "../../testdata/e2e/sessions/claude-code@2.1.197"
 
 // e2eManifest is the part of the recorder's manifest.json the test needs.
 type e2eManifest struct {

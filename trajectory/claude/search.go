@@ -187,6 +187,7 @@ type grepNative struct {
 	Filenames     []string `json:"filenames"`
 	Content       *string  `json:"content,omitempty"`
 	NumLines      *int     `json:"numLines,omitempty"`
+	TotalLines    *int     `json:"totalLines,omitempty"` // 2.1.210 on: lines before head_limit/offset
 	NumMatches    *int     `json:"numMatches,omitempty"`
 	AppliedLimit  *int     `json:"appliedLimit,omitempty"`
 	AppliedOffset *int     `json:"appliedOffset,omitempty"`
@@ -272,6 +273,10 @@ func (s *toolSession) grep(in gjson.Result) (toolResult, error) {
 		content := strings.Join(items, "\n")
 		n := len(items)
 		nat := grepNative{Mode: "content", Filenames: []string{}, Content: &content, NumLines: &n, AppliedLimit: applied}
+		if s.since(grepTotalLinesSince) {
+			total := len(lines)
+			nat.TotalLines = &total
+		}
 		if offset > 0 {
 			nat.AppliedOffset = &offset
 		}

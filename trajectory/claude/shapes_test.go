@@ -343,3 +343,13 @@ func TestUUIDKeys(t *testing.T) {
 		t.Errorf("intern gave %d %d", a, b)
 	}
 }
+
+func TestSince(t *testing.T) {
+	for v, want := range map[string]bool{"2.1.210": true, "2.1.332": true, "2.2.0": true, "3.0.0": true,
+		"2.1.209": false, "2.0.999": false, "1.9.500": false, "": false, "2.1": false, "x.y.z": false, "2.1.210-beta.1": true} {
+		s := &toolSession{env: trajectory.ToolEnv{Version: v}}
+		if got := s.since(grepTotalLinesSince); got != want {
+			t.Errorf("since(2.1.210) for %q = %v, want %v", v, got, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package claude
 import (
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -73,6 +74,33 @@ func (s *style) setEra(modern bool) {
 	if s.era == unknown {
 		s.era = triOf(modern)
 	}
+}
+
+// Shapes that appeared in a known release; the session's recorded version
+// (every entry carries it) decides, since the observation text is the same.
+var grepTotalLinesSince = [3]int{2, 1, 210} // Grep content mode: toolUseResult.totalLines
+
+// since reports whether the session was recorded by release v or later;
+// false when its version is unknown.
+func (s *toolSession) since(v [3]int) bool {
+	var got [3]int
+	parts := strings.SplitN(strings.SplitN(s.env.Version, "-", 2)[0], ".", 3)
+	if len(parts) != 3 {
+		return false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return false
+		}
+		got[i] = n
+	}
+	for i := range got {
+		if got[i] != v[i] {
+			return got[i] > v[i]
+		}
+	}
+	return true
 }
 
 var (

@@ -16,7 +16,7 @@ import (
 	"github.com/pvisor/pvisor/trajectory"
 )
 
-const e2eSession = "../../testdata/e2e/sessions/codex"
+const e2eSession = "../../testdata/e2e/sessions/codex@0.171.0"
 
 // recordedRequests returns the input arrays of the model requests the real
 // Codex 0.171.0 sent while it wrote the e2e session, in order.

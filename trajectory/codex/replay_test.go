@@ -137,7 +137,7 @@ func TestReplayLabSession(t *testing.T) {
 // TestReplayE2ESession replays the session the e2e helper recorded with
 // the real CLI, in a fresh copy of its initial repository.
 func TestReplayE2ESession(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "e2e", "sessions", "codex")
+	dir := filepath.Join("..", "..", "testdata", "e2e", "sessions", "codex@0.171.0")
 	manifest, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		t.Skipf("no e2e recording: %v", err)

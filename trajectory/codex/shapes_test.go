@@ -16,7 +16,7 @@ import (
 func rolloutFiles(t *testing.T) []string {
 	files := corpusFiles(t)
 	lab, _ := filepath.Glob(filepath.Join("testdata", "replay", "*.jsonl"))
-	e2e, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "e2e", "sessions", "codex", "rollout-*.jsonl"))
+	e2e, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "e2e", "sessions", "codex@0.171.0", "rollout-*.jsonl"))
 	return append(append(files, lab...), e2e...)
 }
 

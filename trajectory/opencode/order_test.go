@@ -63,10 +63,10 @@ func TestOrderFollowsOnlyPossibleResults(t *testing.T) {
 // file tool's path and title.
 func TestCwdOfRunEvents(t *testing.T) {
 	for file, want := range map[string]string{
-		"testdata/ortus_run_session2.jsonl":                 "/work/probe",
-		"../../testdata/e2e/sessions/opencode/stdout.jsonl": "/tmp/pvisor-e2e/opencode/repo",
-		corpusDir + "/takopi_opencode_stream_success.jsonl": "",
-		"testdata/export_ortus_session2.json":               "/work/probe",
+		"testdata/ortus_run_session2.jsonl":                         "/work/probe",
+		"../../testdata/e2e/sessions/opencode@1.18.33/stdout.jsonl": "/tmp/pvisor-e2e/opencode/repo",
+		corpusDir + "/takopi_opencode_stream_success.jsonl":         "",
+		"testdata/export_ortus_session2.json":                       "/work/probe",
 	} {
 		_, tr := formattest.DecodeFile(t, New(), file)
 		if tr.Cwd != want {

@@ -59,7 +59,7 @@ func rawStrings(items []json.RawMessage) []string {
 // recording the session is, after its system message, a prefix of the
 // export's projection, byte for byte.
 func TestProjectMatchesRecordedRequests(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "e2e", "sessions", "opencode")
+	dir := filepath.Join("..", "..", "testdata", "e2e", "sessions", "opencode@1.18.33")
 	f, err := os.Open(filepath.Join(dir, "export.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -38,9 +38,9 @@ type recordedSession struct {
 }
 
 var recordedSessions = []recordedSession{
-	{name: "e2e", export: "../../testdata/e2e/sessions/opencode/export.json",
-		stdout: "../../testdata/e2e/sessions/opencode/stdout.jsonl",
-		repo:   "../../testdata/e2e/sessions/opencode/repo.tar.gz", cwd: "/tmp/pvisor-e2e/opencode/repo"},
+	{name: "e2e", export: "../../testdata/e2e/sessions/opencode@1.18.33/export.json",
+		stdout: "../../testdata/e2e/sessions/opencode@1.18.33/stdout.jsonl",
+		repo:   "../../testdata/e2e/sessions/opencode@1.18.33/repo.tar.gz", cwd: "/tmp/pvisor-e2e/opencode/repo"},
 	{name: "tools1", export: "testdata/replay/tools1/export.json.gz", repo: "testdata/replay/tools1/repo.tar.gz",
 		final: "testdata/replay/tools1/final.tar.gz", cwd: "/tmp/ocr1/repo"},
 	{name: "tools2", export: "testdata/replay/tools2/export.json.gz", repo: "testdata/replay/tools2/repo.tar.gz",

@@ -56,7 +56,7 @@ func rawStrings(items []json.RawMessage) []string {
 // recording the session is, after its system message, a prefix of the
 // session's projection, byte for byte.
 func TestProjectMatchesRecordedRequests(t *testing.T) {
-	dir := filepath.Join("..", "..", "testdata", "e2e", "sessions", "pi")
+	dir := filepath.Join("..", "..", "testdata", "e2e", "sessions", "pi@0.73.1")
 	f, err := os.Open(filepath.Join(dir, e2eSession))
 	if err != nil {
 		t.Fatal(err)

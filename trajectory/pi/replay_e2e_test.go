@@ -21,7 +21,7 @@ import (
 
 // e2eDir holds sessions the real pi CLI (0.73.1) recorded against a
 // scripted model, with the workspace they started from.
-const e2eDir = "../../testdata/e2e/sessions/pi"
+const e2eDir = "../../testdata/e2e/sessions/pi@0.73.1"
 
 // untar unpacks a .tar.gz into dir.
 func untar(t *testing.T, archive, dir string) {

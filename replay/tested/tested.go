@@ -1,0 +1,78 @@
+// Package tested is the list of agent CLI releases the continuation is
+// tested with (versions.txt, read by the e2e install script too) and the
+// version ranges derived from it.
+package tested
+
+import (
+	_ "embed"
+	"fmt"
+	"strings"
+)
+
+//go:embed versions.txt
+var versionsTxt string
+
+// Release is one line of versions.txt.
+type Release struct {
+	Agent, Package, Version, Binary string
+}
+
+// Releases are the tested releases in file order.
+var Releases = mustParse(versionsTxt)
+
+func mustParse(s string) []Release {
+	rs, err := Parse(s)
+	if err != nil {
+		panic(err) // versions.txt is part of the binary; TestVersionsFile keeps it parseable
+	}
+	return rs
+}
+
+// Parse reads versions.txt: one release per line (agent, npm package,
+// version, binary), '#' comments and blank lines ignored.
+func Parse(s string) ([]Release, error) {
+	var out []Release
+	for n, line := range strings.Split(s, "\n") {
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if len(f) != 4 {
+			return nil, fmt.Errorf("versions.txt:%d: want 4 fields (agent, package, version, binary), got %d", n+1, len(f))
+		}
+		if _, err := ParseSemver(f[2]); err != nil {
+			return nil, fmt.Errorf("versions.txt:%d: %w", n+1, err)
+		}
+		out = append(out, Release{Agent: f[0], Package: f[1], Version: f[2], Binary: f[3]})
+	}
+	return out, nil
+}
+
+// Of returns the tested releases of agent, oldest first.
+func Of(agent string) []Release {
+	var out []Release
+	for _, r := range Releases {
+		if r.Agent == agent {
+			out = append(out, r)
+		}
+	}
+	for i := 1; i < len(out); i++ { // insertion sort: a handful of lines
+		for j := i; j > 0 && MustSemver(out[j].Version).Compare(MustSemver(out[j-1].Version)) < 0; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}
+
+// RangeOf is the span of agent's tested releases; the zero Range (which
+// contains nothing) when none is listed.
+func RangeOf(agent string) Range {
+	rs := Of(agent)
+	if len(rs) == 0 {
+		return Range{}
+	}
+	return Range{Min: rs[0].Version, Max: rs[len(rs)-1].Version}
+}

@@ -1,0 +1,95 @@
+package tested
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestRange(t *testing.T) {
+	r := Range{Min: "0.150.0", Max: "0.171.0"}
+	for _, tc := range []struct {
+		v    string
+		want bool
+	}{
+		{"0.150.0", true}, {"0.160.2", true}, {"0.171.0", true}, {"v0.171.0", true}, {"0.171.0+build.7", true},
+		{"0.149.9", false}, {"0.171.1", false}, {"0.172.0-alpha.1", false}, {"0.171.0-rc.1", true},
+		{"0.150.0-rc.1", false}, {"1.0.0", false},
+	} {
+		got, err := r.Contains(tc.v)
+		if err != nil || got != tc.want {
+			t.Errorf("%s in %s = %v (%v), want %v", tc.v, r, got, err, tc.want)
+		}
+	}
+	if _, err := r.Contains("latest"); err == nil {
+		t.Error("a non-version was compared")
+	}
+	if ok, err := (Range{}).Contains("1.0.0"); ok || err != nil {
+		t.Errorf("the empty range contains 1.0.0 (%v)", err)
+	}
+	if comparePre("alpha.2", "alpha.10") >= 0 || comparePre("1", "alpha") >= 0 || comparePre("alpha", "alpha.1") >= 0 {
+		t.Error("pre-release order is not semver's")
+	}
+	for r, want := range map[Range]string{{"1.0.0", "1.0.0"}: "=1.0.0", {"1.0.0", "1.2.0"}: ">=1.0.0 <=1.2.0", {}: "(none tested)"} {
+		if r.String() != want {
+			t.Errorf("%#v prints %q, want %q", r, r.String(), want)
+		}
+	}
+}
+
+// TestVersionsFile holds versions.txt to what the install script and the
+// e2e matrix rely on: every supported CLI agent listed, one package and
+// binary per agent, no version twice.
+func TestVersionsFile(t *testing.T) {
+	seen := map[string]bool{}
+	pkg, bin := map[string]string{}, map[string]string{}
+	for _, r := range Releases {
+		key := r.Agent + "@" + r.Version
+		if seen[key] {
+			t.Errorf("%s is listed twice", key)
+		}
+		seen[key] = true
+		if p, ok := pkg[r.Agent]; ok && p != r.Package {
+			t.Errorf("%s is listed with packages %s and %s", r.Agent, p, r.Package)
+		}
+		if b, ok := bin[r.Agent]; ok && b != r.Binary {
+			t.Errorf("%s is listed with binaries %s and %s", r.Agent, b, r.Binary)
+		}
+		pkg[r.Agent], bin[r.Agent] = r.Package, r.Binary
+	}
+	for _, a := range []string{"claude-code", "codex", "opencode", "pi"} {
+		if len(Of(a)) == 0 {
+			t.Errorf("no tested release of %s", a)
+		}
+	}
+	if rs := Of("claude-code"); len(rs) < 3 {
+		t.Errorf("claude-code has %d tested releases; the matrix wants the oldest, the newest and one between", len(rs))
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for _, in := range []string{"codex @openai/codex 0.171.0", "codex @openai/codex latest codex", "a b 1.2.3 d e"} {
+		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), "versions.txt:1") {
+			t.Errorf("Parse(%q) = %v, want an error naming line 1", in, err)
+		}
+	}
+	rs, err := Parse("# c\n\nx p 1.10.0 x # trailing\nx p 1.9.0 x\n")
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("Parse = %v, %v", rs, err)
+	}
+}
+
+func TestOfSortsOldestFirst(t *testing.T) {
+	saved := Releases
+	defer func() { Releases = saved }()
+	Releases, _ = Parse("x p 1.10.0 b\nx p 1.9.0 b\ny q 0.1.0 c\nx p 1.9.1-rc.1 b\n")
+	var got []string
+	for _, r := range Of("x") {
+		got = append(got, r.Version)
+	}
+	if strings.Join(got, " ") != "1.9.0 1.9.1-rc.1 1.10.0" {
+		t.Errorf("Of(x) = %v", got)
+	}
+	if r := RangeOf("x"); r != (Range{"1.9.0", "1.10.0"}) {
+		t.Errorf("RangeOf(x) = %v", r)
+	}
+}
