@@ -24,10 +24,10 @@
 // JSON with x-should-retry: false:
 //
 //   - Host must be 127.0.0.1:PORT or localhost:PORT (DNS-rebinding defence): 421.
-//   - No Origin header, Sec-Fetch-Site absent, none or same-origin (browsers): 403.
-//   - HEAD / is answered 200 with no token: Claude Code probes before it sends one.
+//   - No Origin header (not even an empty one), Sec-Fetch-Site absent, none or same-origin (browsers): 403.
 //   - The per-run token (256 random bits) as x-api-key or Authorization: Bearer,
 //     compared in constant time; every credential presented must match: 401.
+//   - HEAD / (Claude Code's connectivity probe) is answered 200, with the token.
 //   - GET /v1/models is answered locally from Options.Models.
 //   - Model routes, POST only (405 otherwise): /v1/messages and
 //     /v1/messages/count_tokens (Anthropic), /v1/responses (OpenAI Responses),

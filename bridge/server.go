@@ -108,10 +108,11 @@ func Start(opts Options) (*Server, error) {
 		MaxHeaderBytes:    1 << 20,
 		// No WriteTimeout: it would cut long streams. No ReadTimeout either; bodies
 		// are capped and the client is local.
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ConnContext: withConn,
 	}
 	go func() {
-		err := s.srv.Serve(ln)
+		err := s.srv.Serve(coalescingListener{ln})
 		if !errors.Is(err, http.ErrServerClosed) {
 			s.serr = err
 		}
@@ -224,19 +225,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"this bridge only answers requests addressed to "+s.allowed[0]+" or "+s.allowed[1])
 		return
 	}
-	if r.Header.Get("Origin") != "" || !sameSite(r.Header.Get("Sec-Fetch-Site")) {
+	// Any Origin header, even an empty one, marks a browser-made request.
+	if _, origin := r.Header["Origin"]; origin || !sameSite(r.Header.Get("Sec-Fetch-Site")) {
 		reject(OutcomeRejected, http.StatusForbidden, errPermission, "browser requests are not served")
-		return
-	}
-	if r.Method == http.MethodHead && r.URL.Path == "/" {
-		// Claude Code's connectivity probe, sent before it presents a key.
-		rec.Outcome = OutcomeLocal
-		sw.WriteHeader(http.StatusOK)
 		return
 	}
 	if !s.authorized(r.Header) {
 		reject(OutcomeUnauthorized, http.StatusUnauthorized, errAuth,
 			"missing or wrong API key; present the per-run bridge token as x-api-key or Authorization: Bearer")
+		return
+	}
+	if r.Method == http.MethodHead && r.URL.Path == "/" {
+		// Claude Code's connectivity probe; like everything else, it needs
+		// the token, so nothing on the machine learns the bridge is here.
+		rec.Outcome = OutcomeLocal
+		sw.WriteHeader(http.StatusOK)
 		return
 	}
 	if r.URL.Path == "/v1/models" && r.Method == http.MethodGet {
@@ -389,7 +392,7 @@ func (s *Server) forward(ctx context.Context, w *statusWriter, req *Request, ex 
 	var readErr error
 	writeErr := flushHeaders(w)
 	if writeErr == nil {
-		rec.ResponseBytes, readErr, writeErr = relay(w, res.Body)
+		rec.ResponseBytes, readErr, writeErr = relay(w, res.Body, connOf(ctx))
 	}
 	switch {
 	case writeErr != nil || (readErr != nil && ctx.Err() != nil):

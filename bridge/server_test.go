@@ -134,6 +134,7 @@ func TestForeignHostAndBrowserRequestsAreRefused(t *testing.T) {
 		{"ipv6 loopback", "[::1]:" + port, nil, 421},
 		{"localhost suffix", "localhost.attacker.example:" + port, nil, 421},
 		{"browser origin", "", map[string]string{"Origin": "http://attacker.example"}, 403},
+		{"empty origin", "", map[string]string{"Origin": ""}, 403},
 		{"cross-site fetch", "", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
 		{"127.0.0.1", "", nil, 200},
 		{"localhost", "localhost:" + port, nil, 200},
@@ -243,9 +244,13 @@ func TestLocalAnswersAndRoutes(t *testing.T) {
 	s := startBridge(t, Options{Upstream: newUpstream(t, Anthropic, root), Models: []string{"claude-a", "claude-b"}})
 
 	r := newReq(t, s, http.MethodHead, "/", "")
-	r.Header.Del("X-Api-Key") // Claude Code probes before it presents a key
 	if res, _ := do(t, r); res.StatusCode != 200 {
 		t.Errorf("HEAD / = %d", res.StatusCode)
+	}
+	r = newReq(t, s, http.MethodHead, "/", "")
+	r.Header.Del("X-Api-Key")
+	if res, _ := do(t, r); res.StatusCode != 401 {
+		t.Errorf("HEAD / without the token = %d, want 401", res.StatusCode)
 	}
 
 	res, body := do(t, newReq(t, s, http.MethodGet, "/v1/models", ""))

@@ -62,8 +62,8 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b 
 // event leaves as soon as the upstream produced it and pings keep the client's idle
 // watchdogs fed. It never parses the stream: the client receives the upstream's
 // bytes exactly. readErr is a failure of the upstream body, writeErr one of the
-// client; both end the copy.
-func relay(w http.ResponseWriter, body io.Reader) (n int64, readErr, writeErr error) {
+// client; both end the copy. cc, when not nil, sends each read's writes as one.
+func relay(w http.ResponseWriter, body io.Reader, cc *coalescingConn) (n int64, readErr, writeErr error) {
 	rc := http.NewResponseController(w)
 	bp := bufPool.Get().(*[]byte)
 	defer bufPool.Put(bp)
@@ -71,10 +71,18 @@ func relay(w http.ResponseWriter, body io.Reader) (n int64, readErr, writeErr er
 	for {
 		m, err := body.Read(buf)
 		if m > 0 {
+			if cc != nil {
+				cc.hold()
+			}
 			wm, werr := w.Write(buf[:m])
 			n += int64(wm)
 			if werr == nil {
 				werr = rc.Flush()
+			}
+			if cc != nil {
+				if rerr := cc.release(); werr == nil {
+					werr = rerr
+				}
 			}
 			if werr != nil {
 				return n, nil, werr

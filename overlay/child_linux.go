@@ -150,13 +150,13 @@ func runInit(s *spec) int {
 	}()
 	hook("started")
 
-	ws := reapUntil(proc.Pid)
+	ws := ReapUntil(proc.Pid)
 	fwd.stop()
 	proc.Release()
 	// Background processes the worker left behind would keep the merged
 	// view alive and could still write to the upper layer.
 	unix.Kill(-1, unix.SIGKILL)
-	reapAll()
+	ReapAll()
 	unix.Chdir("/") // our own cwd would keep the mount busy
 	if err := Unmount(s.Config.Path); err != nil {
 		// Not fatal: the mount dies with the namespace a moment later.
@@ -211,9 +211,10 @@ func startWorker(s *spec) (*os.Process, error) {
 	})
 }
 
-// reapUntil reaps every child (orphans are re-parented to PID 1) until the
-// worker itself has exited.
-func reapUntil(worker int) unix.WaitStatus {
+// ReapUntil reaps every child (orphans are re-parented to PID 1) until the
+// given one has exited, and returns its status (SIGKILL when it vanished
+// without one). For PID 1 of a namespace: the overlay init, the tool init.
+func ReapUntil(worker int) unix.WaitStatus {
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, 0, nil)
@@ -230,7 +231,8 @@ func reapUntil(worker int) unix.WaitStatus {
 	}
 }
 
-func reapAll() {
+// ReapAll reaps children until there are none left.
+func ReapAll() {
 	for {
 		var ws unix.WaitStatus
 		_, err := unix.Wait4(-1, &ws, 0, nil)

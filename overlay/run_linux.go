@@ -18,7 +18,7 @@ import (
 
 // forwardedSignals reach the worker through Run and init; a terminal's
 // Ctrl-C only reaches Run, because the child has its own process group.
-var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP}
+var forwardedSignals = []os.Signal{unix.SIGINT, unix.SIGTERM, unix.SIGHUP, unix.SIGQUIT}
 
 const defaultGrace = 5 * time.Second
 

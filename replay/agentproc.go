@@ -57,7 +57,8 @@ func startAgent(spec agentSpec, activity *atomic.Int64) (*agentProc, error) {
 	}
 	cmd.Stdout = activityWriter{spec.stdout, activity}
 	cmd.Stderr = activityWriter{spec.stderr, activity}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Pdeathsig: the CLI dies with pvisor, even when pvisor is SIGKILLed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Helpers that keep the output pipes open after the group is killed
 	// cannot hold up the run.
 	cmd.WaitDelay = 5 * time.Second

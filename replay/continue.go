@@ -71,7 +71,11 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if v := r.plan.Trajectory.Version; v != "" {
 		r.res.Metadata["trajectory_agent_version"] = v
 	}
-	version, printed, err := probeVersion(ctx, entry, env)
+	probeEnv, err := isolatedHome(env, filepath.Join(r.stateDir, "version-probe"))
+	if err != nil {
+		return fail(result.WorkspaceError, "version probe home: %v", err)
+	}
+	version, printed, err := probeVersion(ctx, entry, probeEnv)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
@@ -187,13 +191,20 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 	if err != nil {
 		return nil, fail(result.ContinuationError, "configuring %s: %v", agent, err)
 	}
-	env := append(r.baseEnv(), cmd.Env...)
+	// The CLI's temp files (Claude's /tmp/claude-<uid>, Bun's extracted
+	// .so files) go to the state dir, not the machine's /tmp; a launcher's
+	// own TMPDIR still wins.
+	tmp := filepath.Join(r.stateDir, "agent-tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, fail(result.WorkspaceError, "agent temp dir: %v", err)
+	}
+	env := append(append(r.baseEnv(), "TMPDIR="+tmp, "BUN_TMPDIR="+tmp), cmd.Env...)
 	if err := r.journal.Append(eventContinuationStarted, map[string]any{
 		"agent": agent, "version": *r.res.Agent.Version, "entrypoint": *r.res.Agent.Entrypoint,
 		"upstream": cs.upMeta["kind"], "max_live_steps": cs.budget,
 		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
 	}); err != nil {
-		return nil, fail(result.InternalError, "journal: %v", err)
+		return nil, journalErr(err)
 	}
 	idle := r.req.IdleTimeout
 	if idle <= 0 {
@@ -280,7 +291,7 @@ func (r *run) finishContinuation(ct *continuation) error {
 		"agent_status":                  status, "stop_reason": ct.stop.String(),
 		"exit_code": ct.code, "requests_forwarded": ct.stats.Forwarded, "requests_refused": ct.stats.Refused,
 	}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 	if failure != nil {
 		return failure

@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -68,6 +70,7 @@ func Run(ctx context.Context, req *Request) *result.Result {
 	if r.journal != nil {
 		r.journal.Close()
 	}
+	r.plan.Close()
 	return r.res
 }
 
@@ -107,14 +110,14 @@ func (r *run) execute(ctx context.Context) error {
 		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
 		"boundary_user_prompt_sha256":    promptSHA,
 	}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 	if err := r.journal.Append(result.EventPlanValidated, map[string]any{
 		"profile":    plan.Manifest.Agent.Profile,
 		"tool_calls": plan.Manifest.Boundary.ToolCalls, "batches": len(plan.Manifest.Batches),
 		"stale_calls": len(plan.Stale),
 	}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 	if err := r.writePlan(); err != nil {
 		return err
@@ -142,10 +145,24 @@ func (r *run) execute(ctx context.Context) error {
 		r.res.Quality = result.QualityDegraded
 	}
 	if err := r.journal.Append(result.EventRunFinished, map[string]any{"status": *r.res.Phase}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 	r.writeOutputs()
 	return nil
+}
+
+// journalErr is a failed journal write: the state dir's fault when its
+// disk is full or read-only (exit 20, as a full output dir), pvisor's
+// otherwise.
+func journalErr(err error) error {
+	if noSpace(err) {
+		return fail(result.WorkspaceError, "journal: %v (free space in the state dir, or choose another --state-dir)", err)
+	}
+	return fail(result.InternalError, "journal: %v", err)
+}
+
+func noSpace(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EROFS)
 }
 
 func (r *run) checkBudget() error {
@@ -179,20 +196,14 @@ func (r *run) allocate() error {
 	}
 	stateDir := filepath.Join(stateRoot, r.req.RunID)
 	outputDir := filepath.Join(outputRoot, r.req.RunID)
+	if err := r.checkDirs(stateRoot, outputRoot); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(stateDir, 0o700); err != nil {
 		return fail(result.WorkspaceError, "state dir: %v", err)
 	}
-	r.stateDir = stateDir
-	r.res.StateDir = &stateDir
-	j, err := result.OpenJournal(stateDir)
-	var amb *result.AmbiguousError
-	switch {
-	case errors.As(err, &amb):
-		return fail(result.AmbiguousExecution, "%v", err)
-	case err != nil:
-		return fail(result.WorkspaceError, "journal in %s: %v", stateDir, err)
-	}
-	r.journal = j
+	// The output dir comes first: a run refused because its id was used
+	// before must not touch that run's journal.
 	if err := os.MkdirAll(outputRoot, 0o700); err != nil {
 		return fail(result.WorkspaceError, "output dir: %v", err)
 	}
@@ -203,6 +214,22 @@ func (r *run) allocate() error {
 		}
 		return fail(result.WorkspaceError, "output dir: %v", err)
 	}
+	r.stateDir = stateDir
+	r.res.StateDir = &stateDir
+	j, err := result.OpenJournal(stateDir)
+	if err != nil {
+		os.Remove(outputDir) // ours and still empty
+	}
+	var amb *result.AmbiguousError
+	switch {
+	case errors.As(err, &amb):
+		return fail(result.AmbiguousExecution, "%v", err)
+	case noSpace(err):
+		return journalErr(err)
+	case err != nil:
+		return fail(result.WorkspaceError, "journal in %s: %v", stateDir, err)
+	}
+	r.journal = j
 	r.outputDir = outputDir
 	r.res.OutputDir = &outputDir
 	return nil
@@ -224,6 +251,58 @@ func LocationHints(req *Request) (stateDir, outputDir *string) {
 		return &p
 	}
 	return hint(req.StateRoot, DefaultStateRoot), hint(req.OutputRoot, DefaultOutputRoot)
+}
+
+// checkDirs refuses state and output roots that would mix with each other
+// or with the workspace, where tools would see them (git status, rg) and an
+// overlay would drop them.
+func (r *run) checkDirs(stateRoot, outputRoot string) error {
+	if stateRoot == outputRoot {
+		return configErr("--state-dir and --output-dir are both %s; give them different directories (state holds the journal and overlay layers, output the artifacts)", stateRoot)
+	}
+	if r.req.Mode == PrepareOnly {
+		return nil
+	}
+	ws := r.req.Overlay.Path
+	if ws == "" {
+		ws = r.req.Workspace
+	}
+	if ws == "" {
+		ws, _ = os.Getwd()
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		return configErr("workspace: %v", err)
+	}
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	for _, d := range []struct{ flag, path string }{{"--state-dir", stateRoot}, {"--output-dir", outputRoot}} {
+		p := d.path
+		if real, err := evalExisting(p); err == nil {
+			p = real
+		}
+		if p == ws || strings.HasPrefix(p, ws+string(filepath.Separator)) || ws == "/" {
+			return configErr("%s %s is inside the workspace %s: the replayed tools would see it, and an overlay would discard it; choose a directory outside the workspace", d.flag, d.path, ws)
+		}
+	}
+	return nil
+}
+
+// evalExisting resolves symlinks in the longest existing prefix of p.
+func evalExisting(p string) (string, error) {
+	rest := ""
+	for {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return "", os.ErrNotExist
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
 }
 
 func orDefault(s, def string) string {

@@ -172,8 +172,10 @@ func TestReplayExecutorFailureLeavesStateAmbiguous(t *testing.T) {
 	withLineFormat(t, lineFormat{failOn: "c2"})
 	dir := t.TempDir()
 	traj := writeLines(t, dir, `{"id":"c1","cmd":"true","obs":""}`, `{"id":"c2","cmd":"true","obs":""}`)
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o700)
 	req := func(run, out string) *Request {
-		return &Request{Agent: "lines", Trajectory: traj, AfterStep: 2, Mode: ReplayOnly, Workspace: dir,
+		return &Request{Agent: "lines", Trajectory: traj, AfterStep: 2, Mode: ReplayOnly, Workspace: ws,
 			RunID: run, StateRoot: dir + "/state", OutputRoot: dir + "/" + out}
 	}
 	res := Run(context.Background(), req("r", "out1"))
@@ -199,7 +201,9 @@ func TestReplayStaleObservationIsReusedAndDegrades(t *testing.T) {
 	withLineFormat(t, lineFormat{})
 	dir := t.TempDir()
 	traj := writeLines(t, dir, `{"id":"c1","cmd":"x","obs":"from the web\n","tool":"web"}`)
-	base := Request{Agent: "lines", Trajectory: traj, AfterStep: 1, Mode: ReplayOnly, Workspace: dir, StateRoot: dir + "/state", OutputRoot: dir + "/out"}
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o700)
+	base := Request{Agent: "lines", Trajectory: traj, AfterStep: 1, Mode: ReplayOnly, Workspace: ws, StateRoot: dir + "/state", OutputRoot: dir + "/out"}
 	r1 := base
 	r1.RunID = "a"
 	if res := Run(context.Background(), &r1); res.Failure == nil || res.Failure.Category != result.UnsupportedAgent ||

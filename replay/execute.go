@@ -9,8 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/pvisor/pvisor/result"
+	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
 )
 
@@ -46,13 +48,20 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return fail(result.WorkspaceError, "logs: %v", err)
 	}
+	iso, err := r.isolation()
+	if err != nil {
+		return err
+	}
 	sess, err := rp.NewToolSession(trajectory.ToolEnv{
 		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Version: p.Trajectory.Version, Env: r.toolEnv(), LogDir: logDir,
+		Isolation: iso,
 	})
 	if err != nil {
 		return fail(result.ExecutorError, "starting the %s tool session: %v", p.Format.Agent(), err)
 	}
 	defer sess.Close()
+	writes := toolrun.WatchWrites(workspace)
+	defer writes.Stop()
 
 	stale := map[string]bool{}
 	for _, s := range p.Stale {
@@ -88,6 +97,12 @@ func (r *run) replayPrefix(ctx context.Context) error {
 			}
 			comps = append(comps, comp)
 		}
+	}
+	if out := writes.Outside(); len(out) > 0 {
+		// Neither the workspace nor an overlay of it holds these files:
+		// they stay changed on this machine whatever the commit mode.
+		r.res.Metadata["writes_outside_workspace"] = out
+		r.degrade(fmt.Sprintf("file tools wrote %d file(s) outside the workspace %s (see writes_outside_workspace)", len(out), workspace))
 	}
 	if comps == nil {
 		comps = []CallComparison{}
@@ -136,9 +151,18 @@ func (r *run) normalizer(workspace string) func(s string, fresh bool) string {
 // been changed halfway, and the state dir must not be trusted again.
 func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step int, c *trajectory.ToolCall) (trajectory.Fresh, error) {
 	if err := r.journal.Append(result.EventToolStarted, map[string]any{"batch": step, "call_id": c.ID, "tool": c.Name}); err != nil {
-		return trajectory.Fresh{}, fail(result.InternalError, "journal: %v", err)
+		return trajectory.Fresh{}, journalErr(err)
 	}
-	f, err := sess.Execute(ctx, step, c)
+	callCtx := ctx
+	if ms := r.req.Run.TimeoutMS; ms > 0 {
+		var cancel context.CancelFunc
+		callCtx, cancel = context.WithTimeout(ctx, time.Duration(ms)*time.Millisecond)
+		defer cancel()
+	}
+	f, err := sess.Execute(callCtx, step, c)
+	if ctx.Err() == nil && errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return f, fail(result.AmbiguousExecution, "step %d: %s call %s ran past --timeout-ms %d and was killed; the workspace may be half-changed (raise the limit, or replay fewer steps)", step, c.Name, c.ID, r.req.Run.TimeoutMS)
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return f, fail(result.AmbiguousExecution, "step %d: %s call %s was interrupted: %v", step, c.Name, c.ID, err)
@@ -150,7 +174,7 @@ func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step
 		fin["return_code"] = *f.ExitCode
 	}
 	if err := r.journal.Append(result.EventToolFinished, fin); err != nil {
-		return f, fail(result.InternalError, "journal: %v", err)
+		return f, journalErr(err)
 	}
 	return f, nil
 }
@@ -158,11 +182,10 @@ func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step
 // rebuild writes the native session with the fresh observations.
 func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh) (string, error) {
 	p := r.plan
-	src, err := os.Open(r.req.Trajectory)
+	src, err := p.Source()
 	if err != nil {
-		return "", fail(result.TrajectoryError, "trajectory %s: %v", r.req.Trajectory, err)
+		return "", err
 	}
-	defer src.Close()
 	var sb strings.Builder
 	if err := rp.Rebuild(&sb, src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh); err != nil {
 		return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), err)
@@ -174,7 +197,7 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	h := sha256.Sum256(r.rebuilt)
 	sum := hex.EncodeToString(h[:])
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"sha256": sum}); err != nil {
-		return "", fail(result.InternalError, "journal: %v", err)
+		return "", journalErr(err)
 	}
 	return sum, nil
 }
@@ -206,45 +229,4 @@ func (r *run) workspace() (string, error) {
 		return "", fail(result.WorkspaceError, "workspace %s is not a directory", abs)
 	}
 	return abs, nil
-}
-
-// secretMarkers are substrings of variable names never handed to tools
-// unless the user passes them by name.
-var secretMarkers = []string{"API_KEY", "TOKEN", "SECRET", "AUTHORIZATION", "PASSWORD"}
-
-// toolEnv is the environment re-run tools see: with --inherit-env this
-// process's environment minus credentials, otherwise a small fixed base;
-// --pass-env names are added from this process either way.
-func (r *run) toolEnv() []string {
-	var env []string
-	if r.req.Run.InheritEnv {
-		for _, kv := range os.Environ() {
-			name, _, _ := strings.Cut(kv, "=")
-			if !isSecretName(name) {
-				env = append(env, kv)
-			}
-		}
-	} else {
-		for _, name := range []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL"} {
-			if v, ok := os.LookupEnv(name); ok {
-				env = append(env, name+"="+v)
-			}
-		}
-	}
-	for _, name := range r.req.Run.PassEnv {
-		if v, ok := os.LookupEnv(name); ok {
-			env = append(env, fmt.Sprintf("%s=%s", name, v))
-		}
-	}
-	return env
-}
-
-func isSecretName(name string) bool {
-	up := strings.ToUpper(name)
-	for _, m := range secretMarkers {
-		if strings.Contains(up, m) {
-			return true
-		}
-	}
-	return false
 }

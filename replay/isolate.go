@@ -5,32 +5,40 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/pvisor/pvisor/overlay"
 	"github.com/pvisor/pvisor/result"
 )
 
-// ChildCommand is the hidden subcommand the overlay worker runs; the request
-// travels in ChildRequestEnv, never on disk, because it may hold the
-// boundary prompt, whose text must never be stored.
-const (
-	ChildCommand    = "__replay-in-overlay"
-	ChildRequestEnv = "PVISOR_REPLAY_REQUEST"
-)
+// ChildCommand is the hidden subcommand the overlay worker runs. The
+// request travels on the worker's stdin: never on disk, because it may hold
+// the boundary prompt, whose text must never be stored, and never in an
+// environment variable, which /proc/<pid>/environ shows for the process's
+// whole life.
+const ChildCommand = "__replay-in-overlay"
 
-// ChildRequest reads and removes the request the parent handed over.
+// maxChildRequest bounds the request read from stdin.
+const maxChildRequest = 64 << 20
+
+// ChildRequest reads the request the parent handed over on stdin.
 func ChildRequest() (*Request, error) {
-	raw, ok := os.LookupEnv(ChildRequestEnv)
-	if !ok {
+	if st, err := os.Stdin.Stat(); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
 		return nil, errors.New(ChildCommand + " is internal to pvisor replay --overlayfs-path")
 	}
-	os.Unsetenv(ChildRequestEnv)
-	var req Request
-	if err := json.Unmarshal([]byte(raw), &req); err != nil {
+	raw, err := io.ReadAll(io.LimitReader(os.Stdin, maxChildRequest))
+	if err != nil {
 		return nil, err
+	}
+	var req Request
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return nil, fmt.Errorf("%s: the request on stdin is unreadable: %w", ChildCommand, err)
 	}
 	return &req, nil
 }
@@ -64,7 +72,28 @@ func (r *run) runIsolated(ctx context.Context) error {
 	if err != nil {
 		return configErr("--state-dir: %v", err)
 	}
-	layout := overlay.NewLayout(filepath.Join(stateRoot, r.req.RunID))
+	outputRoot, err := filepath.Abs(orDefault(r.req.OutputRoot, DefaultOutputRoot))
+	if err != nil {
+		return configErr("--output-dir: %v", err)
+	}
+	if err := r.checkDirs(stateRoot, outputRoot); err != nil {
+		return err
+	}
+	// Nothing of an earlier or concurrent run with this id may be touched:
+	// its layers would be committed or dropped as ours.
+	if out := filepath.Join(outputRoot, r.req.RunID); exists(out) {
+		return configErr("output dir %s already exists; every run needs its own (choose a new --run-id or --output-dir)", out)
+	}
+	stateDir := filepath.Join(stateRoot, r.req.RunID)
+	if err := os.MkdirAll(stateDir, 0o700); err != nil {
+		return fail(result.WorkspaceError, "state dir: %v", err)
+	}
+	lock, err := lockDir(stateDir, "overlay.lock")
+	if err != nil {
+		return fail(result.WorkspaceError, "%v", err)
+	}
+	defer lock.Close()
+	layout := overlay.NewLayout(stateDir)
 	if _, err := overlay.Preflight(cfg, layout); err != nil {
 		return fail(result.WorkspaceError, "%v", err)
 	}
@@ -72,10 +101,9 @@ func (r *run) runIsolated(ctx context.Context) error {
 	if err != nil {
 		return fail(result.InternalError, "request: %v", err)
 	}
-	env := append(os.Environ(), ChildRequestEnv+"="+string(raw))
 	var stdout bytes.Buffer
 	exit, runErr := overlay.Run(ctx, cfg, layout, overlay.Options{
-		Args: []string{"pvisor", ChildCommand}, Env: env, Stdout: &stdout, Stderr: os.Stderr,
+		Args: []string{"pvisor", ChildCommand}, Stdin: bytes.NewReader(raw), Stdout: &stdout, Stderr: os.Stderr,
 	})
 	report, commitErr := overlay.Commit(cfg, layout)
 
@@ -102,6 +130,25 @@ func (r *run) runIsolated(ctx context.Context) error {
 		r.writeOutputs()
 	}
 	return nil
+}
+
+// lockDir takes an exclusive lock on dir/name, held until the file is
+// closed.
+func lockDir(dir, name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("state dir %s is in use by another pvisor run (choose a new --run-id or --state-dir)", dir)
+	}
+	return f, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 func lastLine(b []byte) []byte {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
@@ -28,6 +29,11 @@ type Plan struct {
 	Format     trajectory.Format `json:"-"`
 	Trajectory *trajectory.Trajectory
 	SourceSize int64 `json:"-"`
+	// source is the trajectory opened once by BuildPlan: every later phase
+	// reads these bytes, so swapping the file mid-run changes nothing, and
+	// changing it in place is noticed (see Source).
+	source     *os.File
+	sourceInfo fs.FileInfo
 	Manifest   Manifest
 	// Stale are prefix calls that will reuse their original observation.
 	Stale []trajectory.StaleCall
@@ -126,7 +132,12 @@ func BuildPlan(req *Request) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	if size == 0 {
 		return nil, fail(result.TrajectoryError, "trajectory %s is empty", req.Trajectory)
 	}
@@ -141,15 +152,17 @@ func BuildPlan(req *Request) (*Plan, error) {
 	}
 	// One pass: the decoder reads through a hashing tee; whatever it did not
 	// read (it stops at a torn tail or an error) is hashed afterwards.
-	hr := &hashingReader{r: io.NewSectionReader(f, 0, size), h: sha256.New()}
+	hr := newHashingReader(io.NewSectionReader(f, 0, size))
+	defer hr.stop()
 	t, err := format.Decode(hr, opts)
 	if err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}
-	if _, err := io.Copy(hr.h, io.NewSectionReader(f, hr.n, size-hr.n)); err != nil {
+	digest, err := hr.finish(io.NewSectionReader(f, hr.n, size-hr.n))
+	if err != nil {
 		return nil, fail(result.TrajectoryError, "trajectory %s: %v", req.Trajectory, err)
 	}
-	sum := hex.EncodeToString(hr.h.Sum(nil))
+	sum := hex.EncodeToString(digest)
 	if err := trajectory.CheckBoundary(t, req.AfterStep); err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}
@@ -158,7 +171,11 @@ func BuildPlan(req *Request) (*Plan, error) {
 			return nil, decodeFailure(req.Trajectory, err)
 		}
 	}
-	p := &Plan{Format: format, Trajectory: t, SourceSize: size}
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fail(result.TrajectoryError, "trajectory %s: %v", req.Trajectory, err)
+	}
+	p := &Plan{Format: format, Trajectory: t, SourceSize: size, source: f, sourceInfo: st}
 	p.Stale = trajectory.CheckPrefixTools(format, t, req.AfterStep)
 	if len(p.Stale) > 0 && !req.AllowStaleObservations {
 		s := p.Stale[0]
@@ -188,6 +205,7 @@ func BuildPlan(req *Request) (*Plan, error) {
 		m.Batches = append(m.Batches, b)
 	}
 	p.Manifest = m
+	keep = true
 	return p, nil
 }
 
@@ -224,17 +242,82 @@ func canonicalPath(path string) string {
 	return abs
 }
 
+// Source returns the trajectory BuildPlan decoded and hashed, from the same
+// open file. A file changed in place since then is a trajectory error: the
+// manifest's hash would not describe what is replayed.
+func (p *Plan) Source() (io.ReaderAt, error) {
+	if p.source == nil {
+		return nil, fail(result.InternalError, "the plan's trajectory is closed")
+	}
+	st, err := p.source.Stat()
+	if err != nil {
+		return nil, fail(result.TrajectoryError, "trajectory %s: %v", p.Manifest.Source.Path, err)
+	}
+	if st.Size() != p.sourceInfo.Size() || !st.ModTime().Equal(p.sourceInfo.ModTime()) {
+		return nil, fail(result.TrajectoryError, "trajectory %s was changed during the run; leave it alone until pvisor ends (or replay a copy)", p.Manifest.Source.Path)
+	}
+	return io.NewSectionReader(p.source, 0, p.SourceSize), nil
+}
+
+// Close releases the trajectory file.
+func (p *Plan) Close() {
+	if p != nil && p.source != nil {
+		p.source.Close()
+		p.source = nil
+	}
+}
+
+// hashingReader hashes what the decoder reads, in order, on another core:
+// SHA-256 of a large file costs about as much as decoding it. Each read is
+// copied into one of two buffers that the hasher goroutine owns until it has
+// hashed it, so the decoder may reuse its own buffer at once.
 type hashingReader struct {
-	r io.Reader
-	h hash.Hash
-	n int64
+	r    io.Reader
+	h    hash.Hash
+	n    int64
+	work chan []byte
+	free chan []byte
+	done chan struct{}
+	once sync.Once
+}
+
+func newHashingReader(r io.Reader) *hashingReader {
+	hr := &hashingReader{r: r, h: sha256.New(), work: make(chan []byte, 2), free: make(chan []byte, 2), done: make(chan struct{})}
+	hr.free <- nil
+	hr.free <- nil
+	go func() {
+		defer close(hr.done)
+		for b := range hr.work {
+			hr.h.Write(b)
+			hr.free <- b[:0]
+		}
+	}()
+	return hr
 }
 
 func (hr *hashingReader) Read(p []byte) (int, error) {
 	n, err := hr.r.Read(p)
-	hr.h.Write(p[:n])
-	hr.n += int64(n)
+	if n > 0 {
+		hr.n += int64(n)
+		hr.work <- append(<-hr.free, p[:n]...)
+	}
 	return n, err
+}
+
+// stop ends the hasher goroutine once everything handed to it is hashed.
+func (hr *hashingReader) stop() {
+	hr.once.Do(func() { close(hr.work) })
+	<-hr.done
+}
+
+// finish hashes rest, what the decoder did not read (it stops at a torn tail
+// or an error), and returns the digest of the whole file.
+func (hr *hashingReader) finish(rest io.Reader) ([]byte, error) {
+	hr.stop()
+	if _, err := io.Copy(hr.h, rest); err != nil {
+		return nil, err
+	}
+	return hr.h.Sum(nil), nil
 }
 
 func decodeFailure(path string, err error) error {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
 	"path/filepath"
 
 	"github.com/pvisor/pvisor/result"
@@ -20,11 +19,10 @@ func (r *run) writePlan() error {
 	}
 	r.artifact(RolePlan, FormatPlan, manifest)
 
-	src, err := os.Open(r.req.Trajectory)
+	src, err := p.Source()
 	if err != nil {
-		return fail(result.TrajectoryError, "trajectory %s: %v", r.req.Trajectory, err)
+		return err
 	}
-	defer src.Close()
 	var buf bytes.Buffer
 	if err := p.Format.WritePrefix(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep); err != nil {
 		return decodeFailure(r.req.Trajectory, err)
@@ -34,7 +32,7 @@ func (r *run) writePlan() error {
 	}
 	sum := sha256.Sum256(buf.Bytes())
 	if err := r.journal.Append(result.EventSessionPrepared, map[string]any{"sha256": hex.EncodeToString(sum[:])}); err != nil {
-		return fail(result.InternalError, "journal: %v", err)
+		return journalErr(err)
 	}
 
 	r.res.Metadata["replay_only_execution"] = r.req.Mode == ReplayOnly

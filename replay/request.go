@@ -5,9 +5,12 @@ package replay
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/pvisor/pvisor/bridge"
 )
 
 // Mode selects how far a run goes.
@@ -80,6 +83,8 @@ type Request struct {
 
 // RunConfig is the [run] table: how tools are executed.
 type RunConfig struct {
+	// TimeoutMS bounds each replayed tool call on top of the agent's own
+	// timeouts; a call that hits it is killed and the run is ambiguous.
 	TimeoutMS  int
 	InheritEnv bool
 	PassEnv    []string
@@ -121,16 +126,25 @@ func (r *Request) Validate() error {
 		return configErr("--run-id %q: may contain only letters, digits, '-' and '_'", r.RunID)
 	case strings.ContainsAny(r.SessionID, "\x00\r\n"):
 		return configErr("--session-id must contain no NUL, CR or LF")
+	case r.Run.TimeoutMS < 0:
+		return configErr("--timeout-ms %d: must be positive (or 0 for no limit)", r.Run.TimeoutMS)
 	case r.BoundaryUserPrompt != "" && strings.TrimSpace(r.BoundaryUserPrompt) == "":
 		return configErr("--boundary-user-prompt must contain a non-whitespace character")
 	}
 	// Accepted for compatibility with existing configs, but not built yet:
 	// refusing beats silently running without them.
 	switch {
-	case r.Run.TimeoutMS != 0:
-		return configErr("--timeout-ms ([run] timeout_ms) is not supported yet; remove it")
-	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off", r.Overlaynet.Policy != "":
-		return configErr("[overlaynet] is not supported yet; remove the table or set mode = \"off\"")
+	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off" && r.Overlaynet.Mode != "deny":
+		return configErr("[overlaynet] mode %q is not supported; use \"off\" (tools share the host network) or \"deny\" (tools see only their own loopback)", r.Overlaynet.Mode)
+	case r.Overlaynet.Policy != "":
+		return configErr("[overlaynet] policy is not supported yet (no allowlist proxy); remove it, and use mode = \"deny\" or \"off\"")
+	case r.Overlaynet.Mode == "deny" && os.Geteuid() != 0:
+		return configErr("[overlaynet] mode = \"deny\" needs root: tools get a network namespace of their own; run as root or use mode = \"off\"")
+	}
+	if r.Upstream != "" && r.Upstream != UpstreamRecorded {
+		if _, err := bridge.ParseProtocol(r.Upstream); err != nil {
+			return configErr("--upstream: %v, or %s", err, UpstreamRecorded)
+		}
 	}
 	if r.AgentEntrypoint != "" && r.AgentRuntime != "" {
 		return configErr("agent entrypoint and agent runtime are mutually exclusive")

@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 )
@@ -21,6 +24,31 @@ const (
 	probeTimeout = 20 * time.Second
 	probeMaxOut  = 64 << 10
 )
+
+// isolatedHome returns env with HOME, TMPDIR and the XDG directories
+// moved under dir (created): an agent CLI run only to print its version
+// still writes caches and temp files (~/.codex/tmp), which belong in the
+// state dir, not in the user's home or /tmp.
+func isolatedHome(env []string, dir string) ([]string, error) {
+	vars := map[string]string{"HOME": "home", "TMPDIR": "tmp", "XDG_CONFIG_HOME": "home/.config",
+		"XDG_CACHE_HOME": "home/.cache", "XDG_DATA_HOME": "home/.local/share", "XDG_STATE_HOME": "home/.local/state"}
+	out := make([]string, 0, len(env)+len(vars))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if _, ok := vars[name]; !ok {
+			out = append(out, kv)
+		}
+	}
+	for name, sub := range vars {
+		p := filepath.Join(dir, sub)
+		if err := os.MkdirAll(p, 0o700); err != nil {
+			return nil, err
+		}
+		out = append(out, name+"="+p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
 
 // probeVersion runs `entry --version` with env and returns the first version
 // number it prints (some CLIs print on stderr) and the whole output.

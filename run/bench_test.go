@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"sort"
 	"testing"
@@ -66,4 +67,47 @@ func p50(ds []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
+}
+
+// BenchmarkIsolationOverhead is the per-call cost of Isolation: the same
+// Session call without it (today's path) and with it (init re-exec, new
+// PID and mount namespaces, /proc mount, capability drop, RLIMIT_DATA via
+// a ptrace stop), and with NoNetwork on top, interleaved in one loop.
+func BenchmarkIsolationOverhead(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("isolation needs root")
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	var sessions []*Session
+	for _, iso := range []Isolation{{}, {Enabled: true, DataLimit: 8 << 30}, {Enabled: true, DataLimit: 8 << 30, NoNetwork: true}} {
+		r, err := NewRunner(Options{Env: testEnv, TempDir: b.TempDir(), Isolation: iso})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		s, err := r.NewSession(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	times := make([][]time.Duration, len(sessions))
+	for b.Loop() {
+		for i, s := range sessions {
+			t0 := time.Now()
+			res, err := s.Shell(ctx, ShellRequest{Command: "echo hi"})
+			if err != nil || res.Stdout.String() != "hi\n" {
+				b.Fatalf("session %d: %v %q", i, err, res.Stdout.String())
+			}
+			times[i] = append(times[i], time.Since(t0))
+		}
+	}
+	base, iso, net := p50(times[0]), p50(times[1]), p50(times[2])
+	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
+	b.ReportMetric(ms(base), "plain-p50-ms")
+	b.ReportMetric(ms(iso), "isolated-p50-ms")
+	b.ReportMetric(ms(net), "isolated-nonet-p50-ms")
+	b.ReportMetric(float64(iso)/float64(base), "isolated/plain")
+	b.ReportMetric(float64(net)/float64(base), "isolated-nonet/plain")
 }

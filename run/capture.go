@@ -3,6 +3,7 @@ package run
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -102,6 +103,14 @@ const (
 	streamStderr
 )
 
+// MaxLogBytes caps each full log (ShellRequest.LogPath): `yes` for three
+// seconds would otherwise write close to a gigabyte. Past the cap the log
+// ends with LogCapMarker, filled in with the cap and the bytes left out.
+var MaxLogBytes int64 = 64 << 20
+
+// LogCapMarker ends a log that hit MaxLogBytes.
+const LogCapMarker = "\n[pvisor: full log capped at %d bytes; %d more bytes of output were not written]\n"
+
 // capture collects a process's stdout and stderr separately and, in arrival
 // order, combined. Arrival order is exact per read: bytes from one read() of
 // either pipe are never split, which is the best a parent can observe.
@@ -111,6 +120,8 @@ type capture struct {
 	all      headTail
 	log      *os.File
 	logErr   error
+	logBytes int64         // written to log
+	logLost  int64         // not written: over MaxLogBytes
 	detached bool          // the call is over: later bytes (background writers) are dropped
 	notify   chan struct{} // buffered(1); poked on every write, for exec sessions
 }
@@ -138,7 +149,16 @@ func (c *capture) add(stream int, p []byte) {
 	}
 	c.all.write(p)
 	if c.log != nil && c.logErr == nil {
-		_, c.logErr = c.log.Write(p)
+		w := p
+		if room := MaxLogBytes - c.logBytes; int64(len(w)) > room {
+			w = w[:max(room, 0)]
+		}
+		c.logLost += int64(len(p) - len(w))
+		if len(w) > 0 {
+			var n int
+			n, c.logErr = c.log.Write(w)
+			c.logBytes += int64(n)
+		}
 	}
 	select {
 	case c.notify <- struct{}{}:
@@ -170,6 +190,9 @@ func (c *capture) detach() error {
 	}
 	c.detached = true
 	if c.log != nil {
+		if c.logLost > 0 && c.logErr == nil {
+			_, c.logErr = fmt.Fprintf(c.log, LogCapMarker, MaxLogBytes, c.logLost)
+		}
 		if err := c.log.Close(); err != nil && c.logErr == nil {
 			c.logErr = err
 		}

@@ -63,11 +63,11 @@ func editFile(op, path string, edits []EditSpec) (EditResult, error) {
 	case err == nil && fi.IsDir():
 		return res, newErr(op, path, IsDir, nil)
 	case err == nil && !fi.Mode().IsRegular():
-		return res, newErr(op, path, InvalidArgument, errors.New("not a regular file"))
+		return res, notRegular(op, path, fi)
 	case err == nil:
 		exists, mode = true, fi.Mode().Perm()
-		if content, err = os.ReadFile(path); err != nil {
-			return res, fsErr(op, path, err)
+		if content, _, err = ReadRegular(op, path); err != nil {
+			return res, err
 		}
 		res.Before = content
 	case !errors.Is(err, fs.ErrNotExist):
@@ -118,6 +118,7 @@ func editFile(op, path string, edits []EditSpec) (EditResult, error) {
 	if err := os.WriteFile(path, res.After, mode); err != nil {
 		return res, fsErr(op, path, err)
 	}
+	NoteWrite(path)
 	return res, nil
 }
 

@@ -27,6 +27,8 @@ const (
 	SessionExists                // exec session id requested by the caller is already in use
 	StdinClosed                  // write to an exec session whose stdin is not open
 	Closed                       // the Runner was closed
+	TooLarge                     // a file or line over pvisor's read cap (MaxReadBytes, MaxLineBytes)
+	NotRegular                   // a device, FIFO or socket where a file was expected; never opened
 )
 
 var kindNames = [...]string{
@@ -45,6 +47,8 @@ var kindNames = [...]string{
 	SessionExists:    "session_exists",
 	StdinClosed:      "stdin_closed",
 	Closed:           "closed",
+	TooLarge:         "too_large",
+	NotRegular:       "not_regular",
 }
 
 func (k Kind) String() string {

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -30,34 +32,105 @@ func checkAbs(op, path string) error {
 	return nil
 }
 
-// statRegular returns the FileInfo of path (following symlinks) or an error
-// of Kind NotFound / IsDir / InvalidArgument (devices, fifos, sockets).
-func statRegular(op, path string) (fs.FileInfo, error) {
+// MaxReadBytes caps what one whole-file read holds in memory, and
+// MaxLineBytes one line kept by ReadLines: a replayed call must not take
+// pvisor down (a 20 GB sparse file, a file that keeps growing).
+var (
+	MaxReadBytes int64 = 512 << 20
+	MaxLineBytes       = 64 << 20
+)
+
+// OpenRegular opens path for reading only if it is a regular file. Devices
+// are refused before they are opened (opening some has effects); the open
+// does not block (a FIFO swapped in would hang it), and the type is checked
+// again on the opened file.
+func OpenRegular(op, path string) (*os.File, fs.FileInfo, error) {
 	if err := checkAbs(op, path); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fi, err := os.Stat(path)
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		return nil, nil, notRegular(op, path, fi)
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fsErr(op, path, err)
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return nil, nil, newErr(op, path, IsDir, nil)
+		}
+		return nil, nil, fsErr(op, path, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fsErr(op, path, err)
 	}
 	if fi.IsDir() {
-		return nil, newErr(op, path, IsDir, nil)
+		f.Close()
+		return nil, nil, newErr(op, path, IsDir, nil)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, newErr(op, path, InvalidArgument, errors.New("not a regular file"))
+		f.Close()
+		return nil, nil, notRegular(op, path, fi)
 	}
-	return fi, nil
+	return f, fi, nil
 }
 
-// ReadFile reads a whole regular file.
+func notRegular(op, path string, fi fs.FileInfo) error {
+	return newErr(op, path, NotRegular, fmt.Errorf("not a regular file (%s): file tools do not open devices, FIFOs or sockets under pvisor", fi.Mode().Type()))
+}
+
+// CheckRegular returns an error of Kind NotRegular when path exists and is
+// a device, FIFO or socket: opening it to write could hang or reach
+// hardware. nil otherwise.
+func CheckRegular(op, path string) error {
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		return notRegular(op, path, fi)
+	}
+	return nil
+}
+
+// CheckReadable is for callers that read with the agent's own semantics:
+// it returns an error of Kind NotRegular or TooLarge when reading path
+// would hang or exhaust pvisor, and nil otherwise (a missing file is the
+// caller's to report as the agent does).
+func CheckReadable(op, path string) error {
+	if err := CheckRegular(op, path); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxReadBytes {
+		return tooLarge(op, path, fi.Size())
+	}
+	return nil
+}
+
+func tooLarge(op, path string, size int64) error {
+	return newErr(op, path, TooLarge, fmt.Errorf("%d bytes is over pvisor's read cap of %d", size, MaxReadBytes))
+}
+
+// ReadRegular reads a whole regular file of at most MaxReadBytes.
+func ReadRegular(op, path string) ([]byte, fs.FileInfo, error) {
+	f, fi, err := OpenRegular(op, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	if fi.Size() > MaxReadBytes {
+		return nil, nil, tooLarge(op, path, fi.Size())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, MaxReadBytes+1))
+	if err != nil {
+		return nil, nil, fsErr(op, path, err)
+	}
+	if int64(len(b)) > MaxReadBytes {
+		return nil, nil, newErr(op, path, TooLarge, fmt.Errorf("grew past pvisor's read cap of %d bytes while read", MaxReadBytes))
+	}
+	return b, fi, nil
+}
+
+// ReadFile reads a whole regular file (at most MaxReadBytes).
 func ReadFile(path string) (File, error) {
-	fi, err := statRegular("read", path)
+	b, fi, err := ReadRegular("read", path)
 	if err != nil {
 		return File{}, err
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return File{}, fsErr("read", path, err)
 	}
 	return File{Path: path, Content: b, Size: int64(len(b)), ModTime: fi.ModTime(), Mode: fi.Mode()}, nil
 }
@@ -100,13 +173,9 @@ type LineWindow struct {
 // ReadLines streams a file and keeps only the lines Window(offset, limit)
 // would select, counting the rest; for large logs an agent pages through.
 func ReadLines(path string, offset, limit int) (LineWindow, error) {
-	fi, err := statRegular("read", path)
+	f, fi, err := OpenRegular("read", path)
 	if err != nil {
 		return LineWindow{}, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return LineWindow{}, fsErr("read", path, err)
 	}
 	defer f.Close()
 	if offset < 1 {
@@ -120,6 +189,9 @@ func ReadLines(path string, offset, limit int) (LineWindow, error) {
 		chunk, err := br.ReadSlice('\n')
 		keep := n+1 >= offset && (limit <= 0 || n+1 < offset+limit)
 		if keep {
+			if len(cur)+len(chunk) > MaxLineBytes {
+				return LineWindow{}, newErr("read", path, TooLarge, fmt.Errorf("line %d is over pvisor's cap of %d bytes per line", n+1, MaxLineBytes))
+			}
 			cur = append(cur, chunk...)
 		}
 		if err == bufio.ErrBufferFull {
@@ -162,10 +234,10 @@ func WriteFile(path string, content []byte) (WriteResult, error) {
 	case err == nil && fi.IsDir():
 		return res, newErr("write", path, IsDir, nil)
 	case err == nil && !fi.Mode().IsRegular():
-		return res, newErr("write", path, InvalidArgument, errors.New("not a regular file"))
+		return res, notRegular("write", path, fi)
 	case err == nil:
-		if res.Old, err = os.ReadFile(path); err != nil {
-			return res, fsErr("write", path, err)
+		if res.Old, _, err = ReadRegular("write", path); err != nil {
+			return res, err
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		res.Created = true
@@ -178,6 +250,7 @@ func WriteFile(path string, content []byte) (WriteResult, error) {
 	if err := os.WriteFile(path, content, 0o666); err != nil {
 		return res, fsErr("write", path, err)
 	}
+	NoteWrite(path)
 	if fi, err := os.Stat(path); err == nil {
 		res.Mode = fi.Mode()
 	}

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 func writeTree(t *testing.T, root string, files map[string]string) {
@@ -67,7 +69,7 @@ func TestReadFileAndLines(t *testing.T) {
 		{filepath.Join(dir, "missing"), NotFound},
 		{filepath.Join(dir, "sub"), IsDir},
 		{"rel/path", NotAbsolute},
-		{"/dev/null", InvalidArgument},
+		{"/dev/null", NotRegular},
 		{filepath.Join(dir, "a.txt", "x"), NotDir},
 	}
 	for _, e := range errs {
@@ -109,7 +111,7 @@ func TestWriteFile(t *testing.T) {
 	if _, err := WriteFile(dir, nil); KindOf(err) != IsDir {
 		t.Errorf("write to dir: %v", err)
 	}
-	if _, err := WriteFile("/dev/null", nil); KindOf(err) != InvalidArgument {
+	if _, err := WriteFile("/dev/null", nil); KindOf(err) != NotRegular {
 		t.Errorf("write to a device: %v", err)
 	}
 	if _, err := WriteFile("x", nil); KindOf(err) != NotAbsolute {
@@ -229,3 +231,50 @@ func TestMultiEdit(t *testing.T) {
 }
 
 func ptr(s string) *string { return &s }
+
+// Hostile paths: a FIFO without a writer, /dev/zero and a huge sparse file
+// end at once with a clear error instead of hanging or allocating.
+func TestReadHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sparse := filepath.Join(dir, "sparse")
+	if err := os.WriteFile(sparse, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(sparse, 20<<30); err != nil {
+		t.Fatal(err)
+	}
+	oneLine := filepath.Join(dir, "one-line")
+	if err := os.WriteFile(oneLine, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(oneLine, int64(MaxLineBytes)+1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		read func() error
+		kind Kind
+	}{
+		{"fifo", func() error { _, err := ReadFile(fifo); return err }, NotRegular},
+		{"fifo lines", func() error { _, err := ReadLines(fifo, 1, 5); return err }, NotRegular},
+		{"fifo write", func() error { _, err := WriteFile(fifo, []byte("x")); return err }, NotRegular},
+		{"dev zero", func() error { _, err := ReadFile("/dev/zero"); return err }, NotRegular},
+		{"sparse 20 GB", func() error { _, err := ReadFile(sparse); return err }, TooLarge},
+		{"one huge line, limit 5", func() error { _, err := ReadLines(oneLine, 1, 5); return err }, TooLarge},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- tc.read() }()
+		select {
+		case err := <-done:
+			if KindOf(err) != tc.kind {
+				t.Errorf("%s: %v, want kind %v", tc.name, err, tc.kind)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: still reading after 10s", tc.name)
+		}
+	}
+}

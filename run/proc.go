@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -28,6 +29,7 @@ type procSpec struct {
 	tty         bool // a pseudo-terminal as stdin/stdout/stderr
 	rows        uint16
 	cols        uint16
+	iso         Isolation
 }
 
 // proc is one started process group with its output capture.
@@ -40,8 +42,11 @@ type proc struct {
 	waited chan struct{} // closed when the direct child has been reaped
 	outEOF chan struct{} // closed when every pump signalled
 	start  time.Time
-	end    time.Time
-	state  *os.ProcessState
+	// statusFile is the isolated init's status pipe (nil without Isolation).
+	statusFile *os.File
+	end        time.Time
+	code       int            // exit code, 128+sig when killed; -1 before exit
+	sig        syscall.Signal // terminating signal, if any
 }
 
 // startProc starts spec with Setpgid (or Setsid for a tty), stdin from
@@ -75,6 +80,7 @@ func startProc(spec procSpec) (*proc, error) {
 		cap:    newCapture(spec.maxOutput, log),
 		waited: make(chan struct{}),
 		outEOF: make(chan struct{}),
+		code:   -1,
 	}
 	cmd := &exec.Cmd{Path: path, Args: spec.argv, Dir: spec.dir, Env: spec.env}
 	if cmd.Env == nil {
@@ -116,7 +122,7 @@ func startProc(spec procSpec) (*proc, error) {
 		}
 		p.stdin = in
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
 	} else {
 		for _, s := range []int{streamStdout, streamStderr} {
 			if s == streamStderr && spec.mergeStderr {
@@ -152,15 +158,41 @@ func startProc(spec procSpec) (*proc, error) {
 			childEnds = append(childEnds, null)
 			cmd.Stdin = null
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
+	var status *bufio.Reader
+	if spec.iso.Enabled {
+		sr, sw, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		childEnds = append(childEnds, sw)
+		defer func() {
+			if status == nil {
+				sr.Close()
+			}
+		}()
+		spec.iso.shimCmd(cmd, sw)
+		status = bufio.NewReader(sr)
+		p.statusFile = sr
 	}
 	p.start = time.Now()
 	if err := cmd.Start(); err != nil {
+		status = nil
 		return fail(err)
 	}
 	closeAll(childEnds)
+	childEnds = nil
 	p.cmd = cmd
 	p.pgid = cmd.Process.Pid
+	if status != nil {
+		if err := shimStarted(status); err != nil {
+			_ = unix.Kill(-p.pgid, unix.SIGKILL)
+			_ = cmd.Wait()
+			status = nil
+			return fail(err)
+		}
+	}
 	dones := make([]chan struct{}, len(p.pipes))
 	for i, r := range p.pipes {
 		dones[i] = make(chan struct{})
@@ -172,10 +204,14 @@ func startProc(spec procSpec) (*proc, error) {
 		}
 		close(p.outEOF)
 	}()
+	if status != nil {
+		p.waitShim(status)
+		return p, nil
+	}
 	go func() {
 		_ = cmd.Wait() // the exit status is read from ProcessState
 		p.end = time.Now()
-		p.state = cmd.ProcessState
+		p.code, p.sig = exitOf(cmd.ProcessState)
 		close(p.waited)
 	}()
 	return p, nil
@@ -233,13 +269,50 @@ func (p *proc) setDeadline(t time.Time) {
 // exitStatus returns the exit code (128+signal when killed, as a shell
 // reports it) and the terminating signal, if any.
 func (p *proc) exitStatus() (code int, sig syscall.Signal) {
-	if p.state == nil {
+	return p.code, p.sig
+}
+
+func exitOf(ps *os.ProcessState) (int, syscall.Signal) {
+	if ps == nil {
 		return -1, 0
 	}
-	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return 128 + int(ws.Signal()), ws.Signal()
 	}
-	return p.state.ExitCode(), 0
+	return ps.ExitCode(), 0
+}
+
+// waitShim ends p.waited when the isolated tool exits, which is before the
+// init does when the call left processes behind. When the init reports
+// nothing (killed first), its own exit stands for the tool's.
+func (p *proc) waitShim(status *bufio.Reader) {
+	initDone := make(chan struct{})
+	go func() {
+		_ = p.cmd.Wait()
+		close(initDone)
+	}()
+	go func() {
+		st := readShimStatus(status)
+		p.statusFile.Close()
+		if st.ok && st.alone {
+			// Nothing is left that could start a process, and waiting
+			// for the init's own exit path costs time (a lot under -race).
+			_ = p.cmd.Process.Kill()
+		}
+		if !st.ok || st.alone {
+			<-initDone // groupAlive must not see the init
+		}
+		p.end = time.Now()
+		switch {
+		case !st.ok:
+			p.code, p.sig = exitOf(p.cmd.ProcessState)
+		case st.sig != 0:
+			p.code, p.sig = 128+st.sig, syscall.Signal(st.sig)
+		default:
+			p.code = st.code
+		}
+		close(p.waited)
+	}()
 }
 
 // killGroup sends SIGKILL to the process group, or SIGTERM first when a

@@ -29,6 +29,8 @@ type Options struct {
 	// TempDir holds the runner's side files (final-cwd files); default
 	// os.TempDir(). A private sub-directory is created and removed by Close.
 	TempDir string
+	// Isolation keeps every process away from pvisor (see Isolation).
+	Isolation Isolation
 }
 
 const (

@@ -139,7 +139,7 @@ func (r *Runner) spec(op string, req ShellRequest, argv []string, dir string) pr
 	if req.MaxOutput != 0 {
 		limit = req.MaxOutput
 	}
-	return procSpec{op: op, argv: argv, dir: dir, env: env, logPath: req.LogPath, maxOutput: limit, mergeStderr: req.MergeStderr}
+	return procSpec{op: op, argv: argv, dir: dir, env: env, logPath: req.LogPath, maxOutput: limit, mergeStderr: req.MergeStderr, iso: r.opts.Isolation}
 }
 
 // argv builds the process argv for req.

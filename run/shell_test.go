@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -322,5 +323,27 @@ func TestSessionCwdCarriesOver(t *testing.T) {
 	res, _ = r.Shell(context.Background(), ShellRequest{Command: "pwd", Dir: root})
 	if res.Stdout.String() != root+"\n" {
 		t.Errorf("stateless pwd %q", res.Stdout.String())
+	}
+}
+
+// A flood of output (`timeout 3 yes`) writes at most MaxLogBytes to the
+// full log, which then ends with the documented marker.
+func TestLogCap(t *testing.T) {
+	old := MaxLogBytes
+	MaxLogBytes = 1 << 20
+	defer func() { MaxLogBytes = old }()
+	r := newTestRunner(t, Options{})
+	log := filepath.Join(t.TempDir(), "call.log")
+	res, err := r.Shell(context.Background(), ShellRequest{Command: "yes | head -c 5000000", Dir: "/", LogPath: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf(LogCapMarker, MaxLogBytes, res.Combined.Total-MaxLogBytes)
+	if res.Combined.Total != 5000000 || int64(len(full)) != MaxLogBytes+int64(len(marker)) || !strings.HasSuffix(string(full), marker) {
+		t.Errorf("log of %d bytes (output %d), want %d bytes ending in %q", len(full), res.Combined.Total, MaxLogBytes+int64(len(marker)), marker)
 	}
 }

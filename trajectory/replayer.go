@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"time"
+
+	"github.com/pvisor/pvisor/run"
 )
 
 // Replayer is implemented by formats whose prefix pvisor re-executes itself
@@ -47,6 +49,9 @@ type ToolEnv struct {
 	// DefaultTimeout applies when a call carries no timeout of its own
 	// and the agent has no default; 0 means the agent's own default.
 	DefaultTimeout time.Duration
+	// Isolation is how far tools are kept from pvisor (run.Isolation);
+	// every Runner of the session uses it.
+	Isolation run.Isolation
 }
 
 // ToolSession re-executes native calls with one agent's semantics.

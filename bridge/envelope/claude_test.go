@@ -324,6 +324,8 @@ func FuzzClaudeStrip(f *testing.F) {
 	b := len(fx.proj.Messages) - 1
 	f.Add(enveloped(f, fx.first, b))
 	f.Add(enveloped(f, fx.next, b))
+	f.Add(enveloped2332(f, fx.first, b))
+	f.Add(enveloped2332(f, fx.next, b))
 	f.Add(fx.first)
 	f.Add(`{"messages":[{"role":"user","content":"` + nonce + `"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
@@ -473,5 +475,42 @@ func TestWithoutKey(t *testing.T) {
 		if got := withoutKey(in, "cache_control"); got != want {
 			t.Errorf("withoutKey(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// TestClaude2332Prompt: with a boundary prompt, 2.1.332's requests carry it
+// as the last block of the boundary results, with the cache breakpoint on
+// the first request, the reminders and launch context moved as without one.
+func TestClaude2332Prompt(t *testing.T) {
+	fx := loadClaude(t, 3)
+	b := len(fx.proj.Messages) - 1
+	const prompt = "Now check the notes."
+	c, err := NewClaude(fx.proj, Options{Nonce: nonce, Prompt: prompt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range []string{fx.first, fx.next} {
+		got, err := c.Check(context.Background(), claudeRequest(enveloped2332(t, body, b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs := gjson.GetBytes(got, "messages").Array()
+		if msgs[1].Get("role").Str != "system" || msgs[1].Get("content").Type != gjson.String {
+			t.Errorf("request %d: message 1 is not the launch context as a string: %s", i+1, msgs[1].Raw)
+		}
+		blocks := msgs[b+1].Get("content").Array()
+		last := blocks[len(blocks)-1]
+		if last.Get("text").Str != prompt {
+			t.Errorf("request %d: the boundary message ends with %s", i+1, last.Raw)
+		}
+		if hasCC := last.Get("cache_control").Exists(); hasCC != (i == 0) {
+			t.Errorf("request %d: cache_control on the prompt = %v", i+1, hasCC)
+		}
+		if bytes.Contains(got, []byte(nonce)) || strings.Count(string(got), "<system-reminder>") != strings.Count(body, "<system-reminder>") {
+			t.Errorf("request %d: the nonce or a reminder was lost or duplicated", i+1)
+		}
+	}
+	if rep := c.Report(); rep.PromptInjected != 2 {
+		t.Errorf("prompt injected %d times, want 2", rep.PromptInjected)
 	}
 }

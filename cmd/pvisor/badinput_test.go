@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -123,13 +125,14 @@ func badCases() []badCase {
 		{name: "bad run id", agent: "claude-code", content: claudeBase, args: []string{"--run-id", "a/b"}, wantExit: 2, wantMsg: "run-id"},
 		{name: "whitespace boundary prompt", agent: "claude-code", content: claudeBase, args: []string{"--boundary-user-prompt", "  "}, wantExit: 2, wantMsg: "non-whitespace"},
 		{name: "negative max steps", agent: "claude-code", content: claudeBase, args: []string{"--max-steps", "-1"}, wantExit: 2, wantMsg: "max-steps"},
-		{name: "unsupported flag is refused, not ignored", agent: "claude-code", content: claudeBase, args: []string{"--timeout-ms", "5"}, wantExit: 2, wantMsg: "not supported yet"},
+		{name: "unsupported setting is refused, not ignored", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\n[overlaynet]\nmode = \"off\"\npolicy = \"allowlist\"\n"),
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "policy is not supported yet"},
 		{name: "disable-thinking accepted", agent: "claude-code", content: claudeBase, args: []string{"--disable-thinking"}, wantExit: 0},
 		{name: "session id accepted", agent: "claude-code", content: claudeBase, args: []string{"--session-id", "router-key"}, wantExit: 0},
 		{name: "empty session id", agent: "claude-code", content: claudeBase, args: []string{"--session-id", ""}, wantExit: 2, wantMsg: "session_id must be non-empty"},
 		{name: "session id with a newline", agent: "claude-code", content: claudeBase, args: []string{"--session-id", "a\nb"}, wantExit: 2, wantMsg: "no NUL, CR or LF"},
 		{name: "unsupported overlaynet table", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\n[overlaynet]\nmode = \"proxy\"\n"),
-			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "[overlaynet] is not supported yet"},
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: `[overlaynet] mode "proxy" is not supported; use "off"`},
 		{name: "commit without overlay path", agent: "claude-code", content: claudeBase, args: []string{"--overlayfs-commit", "apply"}, wantExit: 2, wantMsg: "overlayfs path"},
 		{name: "unknown TOML key", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\nafter_stpe = 2\n"),
 			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: `r.toml:6: unknown key "replay.after_stpe"`},
@@ -139,6 +142,16 @@ func badCases() []badCase {
 		{name: "TOML without replay table", agent: "claude-code", content: claudeBase, setup: writeConfig("[run]\ntimeout_ms = 5\n"), raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "missing [replay]"},
 		{name: "TOML conflicting modes", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\nreplay_only = true\n"),
 			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "mutually exclusive"},
+		{name: "config is a FIFO", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) { unix.Mkfifo(filepath.Join(dir, "r.toml"), 0o600) },
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "not a regular file"},
+		{name: "config is /dev/zero", agent: "claude-code", content: claudeBase, raw: []string{"--config", "/dev/zero"}, wantExit: 2, wantMsg: "not a regular file"},
+		{name: "config over the size cap", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) {
+			os.WriteFile(filepath.Join(dir, "r.toml"), nil, 0o600)
+			os.Truncate(filepath.Join(dir, "r.toml"), 4<<30)
+		},
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "over the 1048576-byte limit"},
+		{name: "bogus upstream", agent: "claude-code", content: claudeBase, args: []string{"--upstream", "bogus"}, wantExit: 2, wantCat: "configuration_error",
+			wantMsg: `unknown model protocol "bogus": use anthropic, openai-responses or openai-chat, or recorded`},
 		{name: "config plus direct flags", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\n"), raw: []string{"--config", "{dir}/r.toml", "--after-step", "1"}, wantExit: 2, wantMsg: "cannot be combined"},
 		{name: "unsupported tool in prefix", agent: "claude-code", content: strings.Replace(claudeBase, `"name":"Bash","input":{"command":"ls"}`, `"name":"WebFetch","input":{"url":"http://x"}`, 1), wantExit: 11, wantCat: "unsupported_agent", wantMsg: `step 1: tool "WebFetch"`},
 		{name: "unsupported tool allowed stale", agent: "claude-code", content: strings.Replace(claudeBase, `"name":"Bash","input":{"command":"ls"}`, `"name":"WebFetch","input":{"url":"http://x"}`, 1), args: []string{"--allow-stale-observations"}, wantExit: 0},

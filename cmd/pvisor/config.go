@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/pvisor/pvisor/replay"
+	toolrun "github.com/pvisor/pvisor/run"
 )
 
 // replayFile is the TOML form of a replay request. Every table rejects
@@ -68,30 +69,31 @@ type overlaynetTable struct {
 // to the file, so a config works from any directory.
 func loadReplayConfig(path string) (*replay.Request, error) {
 	req := &replay.Request{}
-	data, err := os.ReadFile(path)
+	data, err := readConfigFile(path)
 	if err != nil {
-		return req, fmt.Errorf("--config: %v", err)
+		return req, err
 	}
 	var cfg replayFile
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return req, tomlError(path, err)
+		return req, tomlError(path, err, replayTables)
 	}
 	if cfg.Replay == nil {
 		return req, fmt.Errorf("%s: missing [replay] table (it needs agent, trajectory and after_step)", path)
 	}
+	return cfg.request(path)
+}
+
+// request turns the tables into a request; relative paths are resolved
+// against the directory of path, the file they were read from.
+func (cfg *replayFile) request(path string) (*replay.Request, error) {
+	req := &replay.Request{}
 	r := cfg.Replay
 	if r.PrepareOnly && r.ReplayOnly {
 		return req, fmt.Errorf("%s: prepare_only and replay_only are mutually exclusive", path)
 	}
-	base := filepath.Dir(path)
-	rel := func(p string) string {
-		if p == "" || filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(base, p)
-	}
+	rel := relativeTo(filepath.Dir(path))
 	*req = replay.Request{
 		Agent: r.Agent, Trajectory: rel(r.Trajectory), Instance: r.Instance, AfterStep: r.AfterStep,
 		AllowStaleObservations: r.AllowStaleObservations, BoundaryUserPrompt: r.BoundaryUserPrompt,
@@ -123,8 +125,50 @@ func loadReplayConfig(path string) (*replay.Request, error) {
 	return req, nil
 }
 
+// relativeTo resolves relative paths of a config against its directory, so
+// a config works from any directory.
+func relativeTo(base string) func(string) string {
+	return func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(base, p)
+	}
+}
+
+const replayTables = "[replay], [run], [overlayfs], [overlaynet]; see 'pvisor replay --help'"
+
+// maxConfigBytes bounds a --config file; real ones are a few hundred bytes.
+const maxConfigBytes = 1 << 20
+
+// readConfigFile reads a regular file of at most maxConfigBytes: a FIFO
+// would hang the read and /dev/zero would never end.
+func readConfigFile(path string) ([]byte, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %v", err)
+	}
+	f, fi, err := toolrun.OpenRegular("read", abs)
+	if err != nil {
+		return nil, fmt.Errorf("--config %s: %v; pass a TOML file", path, err)
+	}
+	defer f.Close()
+	if fi.Size() > maxConfigBytes {
+		return nil, fmt.Errorf("--config %s is %d bytes, over the %d-byte limit for a request file", path, fi.Size(), maxConfigBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--config: %v", err)
+	}
+	if len(data) > maxConfigBytes {
+		return nil, fmt.Errorf("--config %s grew past the %d-byte limit while read", path, maxConfigBytes)
+	}
+	return data, nil
+}
+
 // tomlError names the file, line and key of a TOML problem.
-func tomlError(path string, err error) error {
+// allowed names the tables the file may hold, for the message.
+func tomlError(path string, err error, allowed string) error {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
 		var msgs []string
@@ -132,7 +176,7 @@ func tomlError(path string, err error) error {
 			row, _ := e.Position()
 			msgs = append(msgs, fmt.Sprintf("%s:%d: unknown key %q", path, row, strings.Join(e.Key(), ".")))
 		}
-		return fmt.Errorf("%s (allowed tables: [replay], [run], [overlayfs], [overlaynet]; see 'pvisor replay --help')", strings.Join(msgs, "; "))
+		return fmt.Errorf("%s (allowed tables: %s)", strings.Join(msgs, "; "), allowed)
 	}
 	var de *toml.DecodeError
 	if errors.As(err, &de) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/pvisor/pvisor/overlay"
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/batch"
 	"github.com/pvisor/pvisor/replay/doctor"
 )
 
@@ -19,6 +20,9 @@ Usage:
     pvisor replay --agent A --trajectory FILE --after-step N [--prepare-only | --replay-only] [flags]
     pvisor replay --config FILE
     pvisor doctor [--agent A] [--agent-entrypoint PATH] [--json]
+    pvisor batch run FILE.toml [--jobs N] [--shard I/N] [--dry-run]
+    pvisor batch report DIR... [--out DIR]
+    pvisor batch emit slurm|k8s FILE.toml
     pvisor fake-model --script FILE [--addr 127.0.0.1:PORT]
     pvisor version
 
@@ -58,6 +62,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdInspect(args[1:], stdout, stderr)
 	case "replay":
 		return cmdReplay(args[1:], stdout, stderr)
+	case "batch":
+		return cmdBatch(args[1:], stdout, stderr)
+	case batch.ChildCommand:
+		return cmdBatchChild(stdout, stderr)
 	case "fake-model":
 		return cmdFakeModel(args[1:], stdout, stderr)
 	case "doctor":

@@ -68,7 +68,7 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 		res.MarkEarly()
 		res.StateDir, res.OutputDir = replay.LocationHints(req)
 	} else {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 		res = replay.Run(ctx, req)
 		stop()
 	}
@@ -79,6 +79,11 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	return result.ExitCode(res.Failure)
 }
 
+// stopSignals end a replay the same way: the run stops, cleans up (no
+// mount, no process left) and still prints its result line. A closed
+// terminal (SIGHUP) or Ctrl-\\ (SIGQUIT) must not leave a half-run behind.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
 // cmdReplayChild is the overlay worker: the same replay, inside the merged view.
 func cmdReplayChild(stdout, stderr io.Writer) int {
 	req, err := replay.ChildRequest()
@@ -86,7 +91,7 @@ func cmdReplayChild(stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pvisor: %v\n", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stop()
 	res := replay.Run(ctx, req)
 	stdout.Write(res.Line())
@@ -125,7 +130,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "(not supported yet; refused)")
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
-	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "overall time limit in `ms` (not supported yet; refused)")
+	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")

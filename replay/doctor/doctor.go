@@ -6,7 +6,6 @@
 package doctor
 
 import (
-	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -26,9 +25,10 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/replay"
-	"github.com/pvisor/pvisor/replay/netns"
 	"github.com/pvisor/pvisor/replay/tested"
+	"github.com/pvisor/pvisor/replay/workspace"
 	"github.com/pvisor/pvisor/result"
+	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
@@ -48,10 +48,10 @@ const NetnsCommand = "__pvisor-netns"
 
 // EnterLoopback prepares the child side of NetnsCommand.
 func EnterLoopback() error {
-	if err := netns.LoopbackUp(); err != nil {
+	if err := toolrun.LoopbackUp(); err != nil {
 		return err
 	}
-	return netns.CheckLoopbackOnly()
+	return toolrun.CheckLoopbackOnly()
 }
 
 // Options choose what to check.
@@ -223,7 +223,7 @@ func runCheck(ctx context.Context, o Options, agent, entry string, row *Row) (*r
 	}
 	row.Network = "loopback-only namespace"
 	if os.Geteuid() == 0 {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: netns.Cloneflags, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
 	} else {
 		cmd.Args = append([]string{o.Self}, args...)
 		row.Network = "host (not root: no network namespace)"
@@ -273,7 +273,11 @@ func layOut(agent, dir string, row *Row) (string, int, error) {
 	if err != nil {
 		return "", 0, err
 	}
-	if err := untar(repo, filepath.Join(dir, "ws")); err != nil {
+	zr, err := gzip.NewReader(bytes.NewReader(repo))
+	if err != nil {
+		return "", 0, fmt.Errorf("bundled %s repo: %w", agent, err)
+	}
+	if err := workspace.Untar(zr, filepath.Join(dir, "ws")); err != nil {
 		return "", 0, fmt.Errorf("bundled %s repo: %w", agent, err)
 	}
 	return traj, len(t.Steps()), nil
@@ -332,51 +336,6 @@ func firstReason(rs []any) any {
 		return "its --version output is not that agent's"
 	}
 	return rs[0]
-}
-
-func untar(gz []byte, dst string) error {
-	zr, err := gzip.NewReader(bytes.NewReader(gz))
-	if err != nil {
-		return err
-	}
-	tr := tar.NewReader(zr)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		name := filepath.Clean(h.Name)
-		if name == "." {
-			continue
-		}
-		if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-			return fmt.Errorf("entry %q leaves the repository", h.Name)
-		}
-		p := filepath.Join(dst, name)
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(p, 0o755); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			data, err := io.ReadAll(io.LimitReader(tr, 16<<20))
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(p, data, os.FileMode(h.Mode)&0o755|0o600); err != nil {
-				return err
-			}
-			if err := os.Chtimes(p, h.ModTime, h.ModTime); err != nil {
-				return err
-			}
-		}
-	}
 }
 
 func lastLine(b []byte) []byte {

@@ -236,11 +236,15 @@ func (cr *continueRun) diagnose() string {
 // its own subtest inside a loopback-only network namespace. Every
 // continuation must finish the task cleanly, having played exactly the steps
 // the recording had after the prefix, with its next action equal to the
-// recorded one; check adds what is particular to the agent.
+// recorded one; check adds what is particular to the agent. The steps run in
+// parallel (go test -parallel, GOMAXPROCS by default): each has its own
+// directories, bridge and namespace, and the CLIs spend much of a run
+// starting up.
 func (s *recordedSession) continueEveryStep(t *testing.T, check func(t *testing.T, cr *continueRun, prefixTurns int)) {
 	for _, a := range s.traj.Steps() {
 		step := a.Step
 		t.Run(fmtStep(step), func(t *testing.T) {
+			t.Parallel()
 			enterLoopbackNetns(t)
 			cr := s.continueAfter(t, step, nil)
 			res := cr.res

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/pvisor/pvisor/replay/netns"
+	toolrun "github.com/pvisor/pvisor/run"
 )
 
 // enterLoopbackNetns moves the calling goroutine's thread into a fresh network
@@ -29,10 +29,10 @@ func enterLoopbackNetns(t *testing.T) {
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 		t.Fatalf("unshare network namespace: %v (run as root on Linux, outside a seccomp profile that blocks unshare)", err)
 	}
-	if err := netns.LoopbackUp(); err != nil {
+	if err := toolrun.LoopbackUp(); err != nil {
 		t.Fatal(err)
 	}
-	if err := netns.CheckLoopbackOnly(); err != nil {
+	if err := toolrun.CheckLoopbackOnly(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pvisor/pvisor/run"
 )
 
 // Options tune Apply.
@@ -271,6 +273,9 @@ func (s *stage) commit() *ApplyError {
 			err = os.Remove(p)
 		default:
 			continue
+		}
+		if err == nil {
+			run.NoteWrite(p)
 		}
 		if err != nil {
 			for _, q := range done {

@@ -7,7 +7,8 @@
 #
 # Layout:  .e2e/cli/<agent>@<version>/node_modules/.bin/<binary>   every listed release
 #          .e2e/bin/<binary>                                       the newest listed release
-# Usage:   testdata/e2e/install-clis.sh            installs into <repo>/.e2e
+# Usage:   testdata/e2e/install-clis.sh            every listed release, into <repo>/.e2e
+#          testdata/e2e/install-clis.sh codex      only the newest listed release of codex (make demo)
 #          PVISOR_E2E_DIR=/some/dir install-clis.sh
 # Prints the bin directory (newest releases) on its last line. Re-running with
 # everything in place takes well under a second: a stamp per release records it.
@@ -24,6 +25,12 @@ mkdir -p "$dir/cli" "$dir/bin"
 # agent comes last (sort -V orders 2.1.197 before 2.1.265 before 2.1.332).
 releases=$(sed 's/#.*//' "$versions" | awk 'NF == 4 { print $1, $2, $3, $4 }' | sort -k1,1 -k3,3V)
 [ -n "$releases" ] || { echo "install-clis: no releases in $versions" >&2; exit 1; }
+if [ $# -gt 0 ]; then # the newest release of each named agent
+  want=$(printf '%s\n' "$@")
+  releases=$(awk 'NR==FNR { want[$1] = 1; next } ($1 in want) { last[$1] = $0 } END { for (a in last) print last[a] }' \
+    <(echo "$want") <(echo "$releases"))
+  [ -n "$releases" ] || { echo "install-clis: none of $* is listed in $versions" >&2; exit 1; }
+fi
 
 while read -r agent pkg version bin; do
   prefix="$dir/cli/$agent@$version"

@@ -22,16 +22,17 @@ import (
 const bigTarget = 100 << 20
 
 var (
-	uuidRe    = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
-	msgIDRe   = regexp.MustCompile(`"(msg_|toolu_|call_|req_)[A-Za-z0-9]{8,}`)
-	bigOnce   sync.Map
-	sessionRe = regexp.MustCompile(`"sessionId":"[^"]*"`)
+	uuidRe      = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+	msgIDRe     = regexp.MustCompile(`"(msg_|toolu_|call_|req_)[A-Za-z0-9]{8,}`)
+	bigOnce     sync.Map
+	sessionRe   = regexp.MustCompile(`"sessionId":"[^"]*"`)
+	uuidFieldRe = regexp.MustCompile(`"uuid":"([^"]+)"`)
 )
 
 // bigClaude repeats a Claude session; copy k's root is re-parented onto the
 // last entry of copy k-1.
-func bigClaude(tb testing.TB, src string) string {
-	return bigFile(tb, "claude", src, func(w *bufio.Writer, lines []string, k int, prevLast string) string {
+func bigClaude(tb testing.TB, src string, size int64) string {
+	return bigFile(tb, "claude", src, size, func(w *bufio.Writer, lines []string, k int, prevLast string) string {
 		last := prevLast
 		for i, l := range lines {
 			if l == "" {
@@ -46,7 +47,7 @@ func bigClaude(tb testing.TB, src string) string {
 			if i == 0 && k > 0 && strings.Contains(l, `"parentUuid":null`) && prevLast != "" {
 				l = strings.Replace(l, `"parentUuid":null`, `"parentUuid":"`+prevLast+`"`, 1)
 			}
-			if m := regexp.MustCompile(`"uuid":"([^"]+)"`).FindStringSubmatch(l); m != nil && !strings.Contains(l, `"isSidechain":true`) {
+			if m := uuidFieldRe.FindStringSubmatch(l); m != nil && !strings.Contains(l, `"isSidechain":true`) {
 				last = m[1]
 			}
 			w.WriteString(l)
@@ -57,8 +58,8 @@ func bigClaude(tb testing.TB, src string) string {
 }
 
 // bigCodex repeats the response items of a rollout after one session_meta.
-func bigCodex(tb testing.TB, src string) string {
-	return bigFile(tb, "codex", src, func(w *bufio.Writer, lines []string, k int, _ string) string {
+func bigCodex(tb testing.TB, src string, size int64) string {
+	return bigFile(tb, "codex", src, size, func(w *bufio.Writer, lines []string, k int, _ string) string {
 		for _, l := range lines {
 			if l == "" || (k > 0 && strings.Contains(l, `"type":"session_meta"`)) {
 				continue
@@ -71,7 +72,33 @@ func bigCodex(tb testing.TB, src string) string {
 	})
 }
 
-func bigFile(tb testing.TB, name, src string, emit func(*bufio.Writer, []string, int, string) string) string {
+// bigPi repeats a Pi session's entries after its one header line.
+func bigPi(tb testing.TB, src string, size int64) string {
+	return bigRepeat(tb, "pi", src, size, true)
+}
+
+// bigOpenCode repeats an OpenCode run-event stream.
+func bigOpenCode(tb testing.TB, src string, size int64) string {
+	return bigRepeat(tb, "opencode", src, size, false)
+}
+
+// bigRepeat repeats a file's lines unchanged, its first line only once when
+// it is a header.
+func bigRepeat(tb testing.TB, name, src string, size int64, header bool) string {
+	return bigFile(tb, name, src, size, func(w *bufio.Writer, lines []string, k int, _ string) string {
+		for i, l := range lines {
+			if l == "" || (header && k > 0 && i == 0) {
+				continue
+			}
+			w.WriteString(l)
+			w.WriteByte('\n')
+		}
+		return ""
+	})
+}
+
+func bigFile(tb testing.TB, name, src string, size int64, emit func(*bufio.Writer, []string, int, string) string) string {
+	name = fmt.Sprintf("%s-%d", name, size)
 	if p, ok := bigOnce.Load(name); ok {
 		return p.(string)
 	}
@@ -91,7 +118,7 @@ func bigFile(tb testing.TB, name, src string, emit func(*bufio.Writer, []string,
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	last := ""
-	for k := 0; int64(k)*int64(len(data)) < bigTarget; k++ {
+	for k := 0; int64(k)*int64(len(data)) < size; k++ {
 		last = emit(w, lines, k, last)
 	}
 	w.Flush()
@@ -171,12 +198,19 @@ func benchDecode(b *testing.B, agent, path string) {
 }
 
 func BenchmarkDecodeClaude100MB(b *testing.B) {
-	benchDecode(b, trajectory.ClaudeCode, bigClaude(b, "../../testdata/trajectories/claude-code/ccviewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"))
+	benchDecode(b, trajectory.ClaudeCode, bigClaude(b, claudeSample, bigTarget))
 }
 
 func BenchmarkDecodeCodex100MB(b *testing.B) {
-	benchDecode(b, trajectory.Codex, bigCodex(b, "../../testdata/trajectories/codex/codemie_rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"))
+	benchDecode(b, trajectory.Codex, bigCodex(b, codexSample, bigTarget))
 }
+
+const (
+	claudeSample   = "../../testdata/trajectories/claude-code/ccviewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+	codexSample    = "../../testdata/trajectories/codex/codemie_rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
+	piSample       = "../../testdata/trajectories/pi/pimono_before-compaction.jsonl"
+	openCodeSample = "../opencode/testdata/ortus_run_session2.jsonl"
+)
 
 func TestMain(m *testing.M) {
 	code := m.Run()

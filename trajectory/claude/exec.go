@@ -48,7 +48,7 @@ func (*Format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, e
 			return nil, fmt.Errorf("claude: log dir: %w", err)
 		}
 	}
-	r, err := run.NewRunner(run.Options{Env: env.Env, MaxOutput: maxCapture})
+	r, err := run.NewRunner(run.Options{Env: env.Env, MaxOutput: maxCapture, Isolation: env.Isolation})
 	if err != nil {
 		return nil, err
 	}
@@ -262,5 +262,7 @@ func isPvisorError(err error) bool {
 	if !errors.As(err, &re) {
 		return true
 	}
-	return re.Kind == run.Closed
+	// A device, FIFO or huge file would hang or exhaust pvisor: the call
+	// cannot be replayed faithfully, which the run must say.
+	return re.Kind == run.Closed || re.Kind == run.TooLarge || re.Kind == run.NotRegular
 }

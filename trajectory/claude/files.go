@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -132,6 +133,29 @@ func (s *toolSession) read(in gjson.Result) (toolResult, error) {
 		return rejected(fmt.Sprintf("File content (%s) exceeds maximum allowed size (%s). Please use offset and limit parameters to read specific portions of the file, or use the GrepTool to search for specific content.",
 			jsSize(int(fi.Size())), jsSize(readMaxBytes))), nil
 	}
+	var lines []string
+	var total int
+	var modTime time.Time
+	if hasLimit && limit > 0 && fi.Size() > readMaxBytes {
+		// A window of a large file: stream it, holding only the lines
+		// asked for (the total is still counted), as the CLI does.
+		w, err := run.ReadLines(path, offset, limit)
+		if err != nil {
+			if isPvisorError(err) {
+				return toolResult{}, err
+			}
+			return thrown(nodeError(err, "open", path)), nil
+		}
+		for i, l := range w.Lines {
+			l = validUTF8([]byte(l))
+			if modern && i == 0 && w.First == 1 {
+				l = strings.TrimPrefix(l, "\ufeff")
+			}
+			lines = append(lines, strings.TrimSuffix(l, "\r"))
+		}
+		total, modTime = w.TotalLines, w.ModTime
+		return s.readResult(path, name, ext, offset, limit, modern, hasLimit, lines, total, modTime)
+	}
 	f, err := run.ReadFile(path)
 	if err != nil {
 		if isPvisorError(err) {
@@ -140,8 +164,7 @@ func (s *toolSession) read(in gjson.Result) (toolResult, error) {
 		return thrown(nodeError(err, "open", path)), nil
 	}
 	text := validUTF8(f.Content)
-	var lines []string
-	var total int
+	modTime = f.ModTime
 	if modern {
 		text = strings.TrimPrefix(text, "\ufeff")
 		lines, total = selectLines(text, offset, hasLimit, limit)
@@ -157,8 +180,14 @@ func (s *toolSession) read(in gjson.Result) (toolResult, error) {
 			lines = all[from:]
 		}
 	}
+	return s.readResult(path, name, ext, offset, limit, modern, hasLimit, lines, total, modTime)
+}
+
+// readResult formats the selected lines of a text file as the CLI does:
+// token cap, numbering, empty-file and short-file notes.
+func (s *toolSession) readResult(path, name, ext string, offset, limit int, modern, hasLimit bool, lines []string, total int, modTime time.Time) (toolResult, error) {
 	content := strings.Join(lines, "\n")
-	st := readState{content: content, timestamp: f.ModTime.UnixMilli(), offset: offset, limit: limit}
+	st := readState{content: content, timestamp: modTime.UnixMilli(), offset: offset, limit: limit}
 	file := readFile{FilePath: name, Content: content, NumLines: len(lines), StartLine: offset, TotalLines: total}
 	var note string
 	if modern && content != "" {

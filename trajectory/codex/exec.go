@@ -55,7 +55,7 @@ func NewToolSessionVersion(env trajectory.ToolEnv, version string) (trajectory.T
 	// Codex keeps at most 1 MiB of a unified exec process's output, half
 	// from the start and half from the end; run's per-stream cap is the
 	// same head/tail split.
-	r, err := run.NewRunner(run.Options{Env: env.Env, MaxOutput: execBufferCap})
+	r, err := run.NewRunner(run.Options{Env: env.Env, MaxOutput: execBufferCap, Isolation: env.Isolation})
 	if err != nil {
 		return nil, err
 	}

@@ -1,28 +1,66 @@
 package jsonl
 
 import (
+	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
 // valid reports whether b is exactly one JSON value (with surrounding
 // whitespace) whose strings are valid UTF-8. It exists because validation
 // dominates decoding time: most bytes of a session file sit inside long
-// string values (tool outputs), and this skips over plain string content
-// eight bytes at a time instead of one.
+// string values (tool outputs). One word-at-a-time pass over the line tells
+// whether it holds any non-ASCII or control byte; a line without control
+// bytes (what every JSON encoder writes) has its strings scanned for their
+// closing quote and escapes with bytes.IndexByte, which runs many bytes per
+// step, and only other lines take the byte-checking scanner.
 func valid(b []byte) bool {
-	// utf8.Valid runs many bytes per step over ASCII; checking the whole
-	// line up front lets the string scanner treat non-ASCII as plain.
-	if !utf8.Valid(b) {
+	ascii, ctrl := classify(b)
+	if !ascii && !utf8.Valid(b) {
 		return false
 	}
+	sc := str
+	if !ctrl {
+		sc = strNoControl
+	}
 	i := skipSpace(b, 0)
-	i, ok := value(b, i, 0)
+	i, ok := value(b, i, 0, sc)
 	if !ok {
 		return false
 	}
 	return skipSpace(b, i) == len(b)
 }
+
+// classify reports whether b is all ASCII and whether it has a byte below
+// 0x20, eight bytes a step (the "has a byte less than n" bit trick, exact as
+// to existence).
+func classify(b []byte) (ascii, ctrl bool) {
+	var hi, lo uint64
+	i := 0
+	for ; i+16 <= len(b); i += 16 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		v := binary.LittleEndian.Uint64(b[i+8:])
+		hi |= w | v
+		lo |= (w - ones*0x20) & ^w
+		lo |= (v - ones*0x20) & ^v
+	}
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		hi |= w
+		lo |= (w - ones*0x20) & ^w
+	}
+	ctrl = lo&highs != 0
+	ascii = hi&highs == 0
+	for ; i < len(b); i++ {
+		ctrl = ctrl || b[i] < 0x20
+		ascii = ascii && b[i] < 0x80
+	}
+	return ascii, ctrl
+}
+
+// scanner scans a string body starting just after its opening quote.
+type scanner func(b []byte, i int) (int, bool)
 
 // maxDepth bounds nesting so hostile input cannot exhaust the stack.
 const maxDepth = 1000
@@ -39,17 +77,17 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-func value(b []byte, i, depth int) (int, bool) {
+func value(b []byte, i, depth int, sc scanner) (int, bool) {
 	if i >= len(b) {
 		return i, false
 	}
 	switch c := b[i]; {
 	case c == '"':
-		return str(b, i+1)
+		return sc(b, i+1)
 	case c == '{':
-		return object(b, i+1, depth+1)
+		return object(b, i+1, depth+1, sc)
 	case c == '[':
-		return array(b, i+1, depth+1)
+		return array(b, i+1, depth+1, sc)
 	case c == 't':
 		return literal(b, i, "true")
 	case c == 'f':
@@ -62,7 +100,7 @@ func value(b []byte, i, depth int) (int, bool) {
 	return i, false
 }
 
-func object(b []byte, i, depth int) (int, bool) {
+func object(b []byte, i, depth int, sc scanner) (int, bool) {
 	if depth > maxDepth {
 		return i, false
 	}
@@ -75,7 +113,7 @@ func object(b []byte, i, depth int) (int, bool) {
 			return i, false
 		}
 		var ok bool
-		if i, ok = str(b, i+1); !ok {
+		if i, ok = sc(b, i+1); !ok {
 			return i, false
 		}
 		i = skipSpace(b, i)
@@ -83,7 +121,7 @@ func object(b []byte, i, depth int) (int, bool) {
 			return i, false
 		}
 		i = skipSpace(b, i+1)
-		if i, ok = value(b, i, depth); !ok {
+		if i, ok = value(b, i, depth, sc); !ok {
 			return i, false
 		}
 		i = skipSpace(b, i)
@@ -101,7 +139,7 @@ func object(b []byte, i, depth int) (int, bool) {
 	}
 }
 
-func array(b []byte, i, depth int) (int, bool) {
+func array(b []byte, i, depth int, sc scanner) (int, bool) {
 	if depth > maxDepth {
 		return i, false
 	}
@@ -111,7 +149,7 @@ func array(b []byte, i, depth int) (int, bool) {
 	}
 	for {
 		var ok bool
-		if i, ok = value(b, i, depth); !ok {
+		if i, ok = value(b, i, depth, sc); !ok {
 			return i, false
 		}
 		i = skipSpace(b, i)
@@ -162,26 +200,86 @@ func str(b []byte, i int) (int, bool) {
 		case c == '"':
 			return i + 1, true
 		case c == '\\':
-			if i+1 >= len(b) {
+			n, ok := escape(b, i)
+			if !ok {
 				return i, false
 			}
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return i, false
-				}
-				i += 6
-			default:
-				return i, false
-			}
+			i += n
 		case c < 0x20:
 			return i, false
 		default:
 			i++
 		}
 	}
+}
+
+// strNoControl is str for a line known to hold no control byte: only quotes
+// and backslashes need attention. Most strings of a session are short (keys,
+// ids, types), so the first words are checked eight bytes at a time, exactly
+// locating the first quote or backslash; a string still going on after them
+// is searched with IndexByte, which runs many bytes per step. Each byte is
+// searched once: the quote search restarts only past an escaped quote.
+func strNoControl(b []byte, i int) (int, bool) {
+	for k := 0; k < 4 && i+8 <= len(b); k++ {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, s := w^(ones*'"'), w^(ones*'\\')
+		m := ((q-ones)&^q | (s-ones)&^s) & highs
+		if m == 0 {
+			i += 8
+			continue
+		}
+		// The lowest flagged byte is always a real match.
+		i += bits.TrailingZeros64(m) >> 3
+		if b[i] == '"' {
+			return i + 1, true
+		}
+		n, ok := escape(b, i)
+		if !ok {
+			return i, false
+		}
+		i += n
+	}
+	for {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return len(b), false
+		}
+		end := i + q
+		for i < end {
+			k := bytes.IndexByte(b[i:end], '\\')
+			if k < 0 {
+				return end + 1, true
+			}
+			i += k
+			n, ok := escape(b, i)
+			if !ok {
+				return i, false
+			}
+			i += n
+		}
+		if i == end {
+			return end + 1, true
+		}
+		// The quote at end was escaped; the string goes on after it.
+	}
+}
+
+// escape checks the escape sequence at b[i] (a backslash) and returns its
+// length.
+func escape(b []byte, i int) (int, bool) {
+	if i+1 >= len(b) {
+		return 0, false
+	}
+	switch b[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, true
+	case 'u':
+		if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+			return 0, false
+		}
+		return 6, true
+	}
+	return 0, false
 }
 
 func isHex(c byte) bool {

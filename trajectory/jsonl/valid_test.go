@@ -23,6 +23,12 @@ func TestValidAgreesWithEncodingJSON(t *testing.T) {
 		"{\"a\":\"\x01\"}", "{\"a\":\"\xff\"}", "{\"a\":\"é漢字🙂\"}", "{\"a\":\"\xed\xa0\x80\"}", `tru`, `nul`, `[`, `{"a":[}`,
 		`{"abcdefghijklmnopq":"0123456789abcdef\"0123"}`, `{"k":"0123456789\\0123456789"}`, "{\"k\":\"01234567\x7f89\"}",
 		strings.Repeat("[", 999) + strings.Repeat("]", 999),
+		// Escapes around the closing quote, with and without a control byte
+		// elsewhere on the line (the two string scanners).
+		`{"a":"x\"y"}`, `{"a":"\\"}`, `{"a":"\\\""}`, `{"a":"\\\"}`, `{"a":"\u00"}`, `{"a":"\u00"1"}`, `{"a":"\"`, `{"a":"\`,
+		`{"a":"\"\"\"","b":"\\"}`, `{"a":"ab\"cd\"ef"}`, "{\"a\":\"x\\\"y\"}\t", "\t{\"a\":\"\\\\\"}",
+		`{"a":"\q"}`, `{"a":"é\"é"}`, `{"a":"0123456789abcdef0123456789abcdef0123\"45\\"}`,
+		`{"a":"0123456789abcdef0123456789abcdef0123\u00e9\"`, `{"0123456\"":"01234567\\89abcdef0123456789abcdef\/"}`,
 	}
 	for _, c := range cases {
 		if got, want := valid([]byte(c)), reference([]byte(c)); got != want {

@@ -28,8 +28,10 @@ func decodeEvents(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory,
 	for jr.Next() {
 		ln := jr.Line()
 		rec := gjson.Parse(view(ln.Data))
-		typ := rec.Get("type")
-		if !typ.Exists() && isBusEvent(ln.Data) || typ.Type == gjson.String && strings.Contains(typ.Str, ".") && rec.Get("properties").Exists() {
+		var top [4]gjson.Result
+		fields(rec, topFields, top[:])
+		typ, part, props := top[0], top[1], top[3]
+		if !typ.Exists() && isBusEvent(ln.Data) || typ.Type == gjson.String && strings.Contains(typ.Str, ".") && props.Exists() {
 			return nil, &trajectory.Error{Kind: trajectory.Unsupported, Line: ln.N,
 				Msg:  fmt.Sprintf("this is a capture of the OpenCode server's /event bus (%s), not a session", clip(busType(rec))),
 				Hint: "replay `opencode run --format json` output or an `opencode export <session id>` document of the same session"}
@@ -42,10 +44,13 @@ func decodeEvents(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory,
 			continue
 		}
 		recognized++
-		part := rec.Get("part")
-		sid := rec.Get("sessionID").Str
+		var pf [3]gjson.Result
+		if part.IsObject() {
+			fields(part, partFields, pf[:])
+		}
+		sid := top[2].Str
 		if sid == "" {
-			sid = part.Get("sessionID").Str
+			sid = pf[1].Str
 		}
 		if sid != "" {
 			if session == "" {
@@ -68,10 +73,10 @@ func decodeEvents(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory,
 			return nil, trajectory.Errorf(ln.N, "%s event has no part object", typ.Str)
 		}
 		wantPart := partOf[typ.Str]
-		if pt := part.Get("type").Str; pt != wantPart {
+		if pt := pf[0].Str; pt != wantPart {
 			return nil, trajectory.Errorf(ln.N, "%s event carries a part of type %q, want %q", typ.Str, clip(pt), wantPart)
 		}
-		msgID := part.Get("messageID").Str
+		msgID := pf[2].Str
 		if typ.Str == "step_start" {
 			b.open(loc)
 			stepMsgID = strings.Clone(msgID)
@@ -115,6 +120,26 @@ func decodeEvents(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory,
 	t.Lines = jr.Lines()
 	t.NumberSteps()
 	return t, nil
+}
+
+// The keys decodeEvents reads, in the order of its arrays.
+var (
+	topFields  = []string{"type", "part", "sessionID", "properties"}
+	partFields = []string{"type", "sessionID", "messageID"}
+)
+
+// fields reads the named keys of obj into out in one pass; the first of a
+// repeated key wins, as with Get. Each Get scans from the start of the
+// object, and a tool part's output can be long.
+func fields(obj gjson.Result, names []string, out []gjson.Result) {
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for i, n := range names {
+			if k.Str == n && !out[i].Exists() {
+				out[i] = v
+			}
+		}
+		return true
+	})
 }
 
 // partOf is the part type each run event carries.

@@ -42,7 +42,7 @@ func NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, error) {
 	}
 	s := &session{env: env, cwd: filepath.Clean(env.Workspace), loaded: map[string]bool{}, claims: map[int]map[string]bool{}}
 	s.shell = shellFor(env.Env)
-	r, err := run.NewRunner(run.Options{Env: env.Env, Shell: []string{s.shell, "-c"}})
+	r, err := run.NewRunner(run.Options{Env: env.Env, Shell: []string{s.shell, "-c"}, Isolation: env.Isolation})
 	if err != nil {
 		return nil, err
 	}

@@ -308,10 +308,14 @@ func (s *session) applyPatch(tool string, args gjson.Result) (result, error) {
 			_, err = run.WriteFile(c.path, []byte(withBOM(c.newText, c.bom)))
 		case "move":
 			if _, err = run.WriteFile(c.movePath, []byte(withBOM(c.newText, c.bom))); err == nil {
-				err = os.Remove(c.path)
+				if err = os.Remove(c.path); err == nil {
+					run.NoteWrite(c.path)
+				}
 			}
 		case "delete":
-			err = os.Remove(c.path)
+			if err = os.Remove(c.path); err == nil {
+				run.NoteWrite(c.path)
+			}
 		}
 		if err != nil {
 			return toolError(platformError("writeFile", c.path, err)), nil

@@ -57,6 +57,7 @@ type result struct {
 	isError bool
 	exit    *int
 	log     string // a log the tool wrote itself (bash)
+	fatal   error  // the call cannot be replayed (a device, a huge file)
 }
 
 func failure(text string) result { return result{text: text, isError: true} }
@@ -91,7 +92,7 @@ func (format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, er
 	if env2 == nil {
 		env2 = []string{}
 	}
-	r, err := run.NewRunner(run.Options{Env: env2, Shell: shell, DrainGrace: piDrainGrace})
+	r, err := run.NewRunner(run.Options{Env: env2, Shell: shell, DrainGrace: piDrainGrace, Isolation: env.Isolation})
 	if err != nil {
 		return nil, fmt.Errorf("pi: %w", err)
 	}
@@ -129,6 +130,9 @@ func (s *session) Execute(ctx context.Context, step int, call *trajectory.ToolCa
 		res, err = s.grep(ctx, args, logPath)
 	default:
 		return trajectory.Fresh{}, fmt.Errorf("pi: %q is not a built-in tool the replay can run", call.Name)
+	}
+	if err == nil {
+		err = res.fatal
 	}
 	if err != nil {
 		return trajectory.Fresh{}, err

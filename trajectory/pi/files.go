@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	"github.com/tidwall/gjson"
 )
@@ -30,6 +31,9 @@ func (s *session) read(args gjson.Result, orig string) result {
 	shown, real := s.resolve(path)
 	if err := syscall.Access(real, 4 /* R_OK */); err != nil {
 		return failure(nodeFsError(err, "access", shown))
+	}
+	if err := run.CheckReadable("read", real); err != nil {
+		return result{fatal: err}
 	}
 	f, err := os.Open(real)
 	if err != nil {
@@ -116,9 +120,13 @@ func (s *session) write(args gjson.Result) result {
 	if err := mkdirp(filepath.Dir(real)); err != nil {
 		return failure(nodeFsError(err, "mkdir", filepath.Dir(shown)))
 	}
+	if err := run.CheckRegular("write", real); err != nil {
+		return result{fatal: err}
+	}
 	if err := os.WriteFile(real, []byte(content), 0o666); err != nil {
 		return failure(nodeFsError(err, "open", shown))
 	}
+	run.NoteWrite(real)
 	return result{text: fmt.Sprintf("Successfully wrote %d bytes to %s", jsstr.Len(content), path)}
 }
 
@@ -189,6 +197,9 @@ func (s *session) edit(args gjson.Result, orig string) result {
 		}
 		return failure(fmt.Sprintf("Could not edit file: %s. Error code: %s.", path, code))
 	}
+	if err := run.CheckReadable("edit", real); err != nil {
+		return result{fatal: err}
+	}
 	data, err := os.ReadFile(real)
 	if err != nil {
 		return failure(nodeFsError(err, "read", ""))
@@ -210,6 +221,7 @@ func (s *session) edit(args gjson.Result, orig string) result {
 	if err := os.WriteFile(real, []byte(bom+final), 0o666); err != nil {
 		return failure(nodeFsError(err, "open", shown))
 	}
+	run.NoteWrite(real)
 	diff, first := generateDiff(base, changed)
 	var o jsObject
 	o.str("diff", diff)

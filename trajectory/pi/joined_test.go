@@ -36,6 +36,12 @@ func TestJoinedRecords(t *testing.T) {
 		t.Errorf("steps = %s, want only c2's (pi resumes from the entry after the joined line)", formattest.Summary(tr))
 	}
 
+	// A broken line after a joined one is still refused (the reader
+	// validates batches ahead and must recheck after skipping).
+	_, err = New().Decode(strings.NewReader(lines(hdr3, v3("a1", "", callMsg), v3("r1", "a1", resMsg)+v3("u2", "r1", user),
+		`{"type":"message","id":"x"`, v3("a3", "u2", call2))), trajectory.Options{})
+	formattest.CheckError(t, err, formattest.Malformed(4, "not valid JSON"))
+
 	for _, tc := range []struct{ name, line, want string }{
 		{"torn record then a complete one", v3("a2", "r1", `{"role":"assistant","content":[`) + v3("u2", "a2", user), "not valid JSON"},
 		{"object then garbage", v3("a2", "r1", user) + "xyz", "not valid JSON"},

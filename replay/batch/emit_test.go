@@ -1,0 +1,43 @@
+package batch
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+func TestEmitGolden(t *testing.T) {
+	job := ClusterJob{File: "/studies/agreement/study.toml", Out: "/studies/agreement/out", Shards: 4, Jobs: 2,
+		Pvisor: "/opt/pvisor/bin/pvisor", Image: "registry.example/pvisor:1", Claim: "studies"}
+	for _, tc := range []struct{ name, got string }{
+		{"slurm.sh", job.Slurm()},
+		{"k8s-job.yaml", job.Kubernetes()},
+	} {
+		golden := filepath.Join("testdata", "golden", tc.name)
+		if *update {
+			os.MkdirAll(filepath.Dir(golden), 0o755)
+			if err := os.WriteFile(golden, []byte(tc.got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update)", err)
+		}
+		if string(want) != tc.got {
+			t.Errorf("%s differs from %s (run with -update after checking):\n%s", tc.name, golden, tc.got)
+		}
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{"/a/b.toml": "/a/b.toml", "/my study/x": "'/my study/x'", "it's": `'it'\''s'`} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

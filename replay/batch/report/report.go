@@ -1,0 +1,300 @@
+// Package report aggregates the runs of one or more batch output
+// directories (shards merge by run id) into what a researcher reads:
+// next-action agreement, text similarity and observation drift per agent ×
+// upstream × boundary, failures by category and wall time, as JSON,
+// Markdown and a self-contained HTML page with SVG plots.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/pvisor/pvisor/replay/batch"
+	"github.com/pvisor/pvisor/result"
+)
+
+// SchemaVersion names the report.json shape.
+const SchemaVersion = "pvisor.batch-report/v1"
+
+// Report is report.json.
+type Report struct {
+	SchemaVersion string   `json:"schema_version"`
+	Sources       []string `json:"sources"`
+	Runs          []Run    `json:"runs"`
+	Groups        []Group  `json:"groups"`
+}
+
+// Run is one run with what the report reads from its outputs.
+type Run struct {
+	batch.Record
+	Upstream     string      `json:"upstream"` // "recorded", "anthropic/model", "default"
+	NextAction   *NextAction `json:"next_action"`
+	Observations *Drift      `json:"observations"`
+	failure      string
+}
+
+// NextAction is the part of next-action-comparison.json the study needs.
+type NextAction struct {
+	ToolNamesEqual bool     `json:"tool_names_equal"`
+	ExactTool      bool     `json:"exact_tool"` // same names, count and arguments
+	TextSimilarity *float64 `json:"text_similarity"`
+}
+
+// Drift counts observation-comparison.json entries: identical, identical
+// once run-to-run fields are masked, different.
+type Drift struct {
+	Calls           int `json:"calls"`
+	Exact           int `json:"exact"`
+	NormalizedExact int `json:"normalized_exact"`
+	Different       int `json:"different"`
+}
+
+// Group aggregates the runs of one agent × upstream × boundary.
+type Group struct {
+	Agent              string         `json:"agent"`
+	Upstream           string         `json:"upstream"`
+	AfterStep          int            `json:"after_step"`
+	Runs               int            `json:"runs"`
+	Failed             int            `json:"failed"`
+	FailuresByCategory map[string]int `json:"failures_by_category"`
+	Compared           int            `json:"compared"` // runs with a next-action comparison
+	ToolNameAgreement  *float64       `json:"tool_name_agreement"`
+	ExactToolAgreement *float64       `json:"exact_tool_agreement"`
+	TextSimilarity     *Distribution  `json:"text_similarity"`
+	Observations       Drift          `json:"observations"`
+	DriftShares        *Shares        `json:"drift_shares"`
+	WallMS             Distribution   `json:"wall_ms"`
+}
+
+// Shares are Drift as fractions of the calls.
+type Shares struct {
+	Exact           float64 `json:"exact"`
+	NormalizedExact float64 `json:"normalized_exact"`
+	Different       float64 `json:"different"`
+}
+
+// Distribution summarises values; Histogram has ten bins over [0, 1] and is
+// set only for similarities.
+type Distribution struct {
+	N         int     `json:"n"`
+	Min       float64 `json:"min"`
+	Median    float64 `json:"median"`
+	Mean      float64 `json:"mean"`
+	Max       float64 `json:"max"`
+	Histogram []int   `json:"histogram,omitempty"`
+}
+
+// Build reads the records under each dir (a batch output dir). A run id
+// found in several dirs is taken from the first.
+func Build(dirs []string) (*Report, error) {
+	rep := &Report{SchemaVersion: SchemaVersion, Sources: dirs, Runs: []Run{}, Groups: []Group{}}
+	seen := map[string]bool{}
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(batch.RecordsDir(dir))
+		if err != nil {
+			return nil, fmt.Errorf("%s is not a batch output dir (%v); give the output_dir of 'pvisor batch run'", dir, err)
+		}
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
+				continue
+			}
+			rec, ok := batch.ReadRecord(filepath.Join(batch.RecordsDir(dir), e.Name()))
+			if !ok || seen[rec.RunID] {
+				continue
+			}
+			seen[rec.RunID] = true
+			rep.Runs = append(rep.Runs, readRun(dir, rec))
+		}
+	}
+	sort.Slice(rep.Runs, func(i, j int) bool {
+		a, b := rep.Runs[i], rep.Runs[j]
+		if a.Agent != b.Agent {
+			return a.Agent < b.Agent
+		}
+		if a.Upstream != b.Upstream {
+			return a.Upstream < b.Upstream
+		}
+		if a.AfterStep != b.AfterStep {
+			return a.AfterStep < b.AfterStep
+		}
+		if a.Trajectory != b.Trajectory {
+			return a.Trajectory < b.Trajectory
+		}
+		if a.Repeat != b.Repeat {
+			return a.Repeat < b.Repeat
+		}
+		return a.RunID < b.RunID
+	})
+	rep.Groups = aggregate(rep.Runs)
+	return rep, nil
+}
+
+func readRun(dir string, rec *batch.Record) Run {
+	r := Run{Record: *rec, Upstream: upstreamLabel(rec.Upstream, rec.Model)}
+	var res result.Result
+	if json.Unmarshal(rec.Result, &res) == nil && res.Failure != nil {
+		r.failure = res.Failure.Category
+	} else if rec.ExitCode != 0 {
+		r.failure = result.InternalError
+	}
+	out := filepath.Join(dir, rec.RunID)
+	var cmp result.NextActionComparison
+	if readJSON(filepath.Join(out, "next-action-comparison.json"), &cmp) {
+		m := cmp.Metrics
+		r.NextAction = &NextAction{ToolNamesEqual: m.OrderedToolNamesEqual,
+			ExactTool: m.OrderedToolNamesEqual && m.ToolCountEqual && m.ToolArgumentsEqual, TextSimilarity: m.TextSimilarity}
+	}
+	var calls []struct {
+		Exact           bool  `json:"exact"`
+		NormalizedExact *bool `json:"normalized_exact"`
+	}
+	if readJSON(filepath.Join(out, "observation-comparison.json"), &calls) {
+		d := &Drift{Calls: len(calls)}
+		for _, c := range calls {
+			switch {
+			case c.Exact:
+				d.Exact++
+			case c.NormalizedExact != nil && *c.NormalizedExact:
+				d.NormalizedExact++
+			default:
+				d.Different++
+			}
+		}
+		r.Observations = d
+	}
+	return r
+}
+
+func readJSON(path string, v any) bool {
+	data, err := os.ReadFile(path)
+	return err == nil && json.Unmarshal(data, v) == nil
+}
+
+func upstreamLabel(upstream, model string) string {
+	if upstream == "" {
+		upstream = "default"
+	}
+	if model != "" {
+		return upstream + "/" + model
+	}
+	return upstream
+}
+
+// aggregate groups runs (already sorted by agent, upstream, boundary).
+func aggregate(runs []Run) []Group {
+	groups := []Group{}
+	for i := 0; i < len(runs); {
+		j := i
+		for j < len(runs) && runs[j].Agent == runs[i].Agent && runs[j].Upstream == runs[i].Upstream && runs[j].AfterStep == runs[i].AfterStep {
+			j++
+		}
+		groups = append(groups, group(runs[i:j]))
+		i = j
+	}
+	return groups
+}
+
+func group(runs []Run) Group {
+	g := Group{Agent: runs[0].Agent, Upstream: runs[0].Upstream, AfterStep: runs[0].AfterStep, Runs: len(runs),
+		FailuresByCategory: map[string]int{}}
+	var names, exact int
+	var sims, walls []float64
+	for _, r := range runs {
+		walls = append(walls, float64(r.WallMS))
+		if r.failure != "" {
+			g.Failed++
+			g.FailuresByCategory[r.failure]++
+		}
+		if na := r.NextAction; na != nil {
+			g.Compared++
+			if na.ToolNamesEqual {
+				names++
+			}
+			if na.ExactTool {
+				exact++
+			}
+			if na.TextSimilarity != nil {
+				sims = append(sims, *na.TextSimilarity)
+			}
+		}
+		if d := r.Observations; d != nil {
+			g.Observations.Calls += d.Calls
+			g.Observations.Exact += d.Exact
+			g.Observations.NormalizedExact += d.NormalizedExact
+			g.Observations.Different += d.Different
+		}
+	}
+	if g.Compared > 0 {
+		g.ToolNameAgreement = ratio(names, g.Compared)
+		g.ExactToolAgreement = ratio(exact, g.Compared)
+	}
+	if len(sims) > 0 {
+		d := distribution(sims)
+		d.Histogram = histogram(sims)
+		g.TextSimilarity = &d
+	}
+	if o := g.Observations; o.Calls > 0 {
+		g.DriftShares = &Shares{Exact: *ratio(o.Exact, o.Calls), NormalizedExact: *ratio(o.NormalizedExact, o.Calls),
+			Different: *ratio(o.Different, o.Calls)}
+	}
+	g.WallMS = distribution(walls)
+	return g
+}
+
+// ratio is k/n rounded to 4 decimals, so report.json diffs stay readable.
+func ratio(k, n int) *float64 {
+	v := round4(float64(k) / float64(n))
+	return &v
+}
+
+func round4(v float64) float64 {
+	return float64(int64(v*10000+0.5)) / 10000
+}
+
+func distribution(vs []float64) Distribution {
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	sum := 0.0
+	for _, v := range s {
+		sum += v
+	}
+	median := s[len(s)/2]
+	if len(s)%2 == 0 {
+		median = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return Distribution{N: len(s), Min: round4(s[0]), Median: round4(median), Mean: round4(sum / float64(len(s))), Max: round4(s[len(s)-1])}
+}
+
+// histogram counts values in ten bins [0,0.1) … [0.9,1].
+func histogram(vs []float64) []int {
+	h := make([]int, 10)
+	for _, v := range vs {
+		b := int(v * 10)
+		if b > 9 {
+			b = 9
+		}
+		if b < 0 {
+			b = 0
+		}
+		h[b]++
+	}
+	return h
+}
+
+// Write writes report.json, report.md and report.html into dir.
+func Write(rep *Report, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := result.WriteJSON(filepath.Join(dir, "report.json"), rep); err != nil {
+		return err
+	}
+	if err := result.WriteFile(filepath.Join(dir, "report.md"), Markdown(rep)); err != nil {
+		return err
+	}
+	return result.WriteFile(filepath.Join(dir, "report.html"), HTML(rep))
+}

@@ -1,0 +1,124 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/pvisor/pvisor/replay/batch/report"
+)
+
+// TestBatchOnSlurm submits the Slurm array script `pvisor batch emit slurm`
+// writes to a real one-node Slurm cluster (testdata/e2e/slurm-cluster.sh,
+// daemons private to a temp dir, in a loopback-only namespace) and holds the
+// merged report of its shards to a single-machine run of the same file.
+func TestBatchOnSlurm(t *testing.T) {
+	root := projectRoot(t)
+	work := t.TempDir()
+	pvisor := buildPvisor(t, root, work)
+	sessions := filepath.Join(root, "testdata", "e2e", "sessions")
+	study := filepath.Join(work, "study.toml")
+	os.WriteFile(study, []byte(fmt.Sprintf(`[batch]
+output_dir = "cluster"
+jobs = 2
+shards = 3
+
+[replay]
+prepare_only = true
+
+[[runs]]
+agent = "codex"
+trajectories = [%q]
+after_steps = "all"
+repeats = 2
+
+[[runs]]
+agent = "pi"
+trajectories = [%q]
+after_steps = { from = 1, every = 2 }
+`, filepath.Join(sessions, "codex", "rollout-*.jsonl"), filepath.Join(sessions, "pi", "*Z_*.jsonl"))), 0o644)
+
+	enterLoopbackNetns(t)
+	// glibc's AI_ADDRCONFIG, which Slurm uses to bind, wants one IPv4
+	// address other than 127.0.0.1; it stays on lo, so nothing leaves.
+	if out, err := exec.Command("ip", "addr", "add", "10.255.255.1/32", "dev", "lo").CombinedOutput(); err != nil {
+		t.Fatalf("ip addr add: %v\n%s", err, out)
+	}
+	script := filepath.Join(root, "testdata", "e2e", "slurm-cluster.sh")
+	cluster := filepath.Join(work, "slurm")
+	if out, err := exec.Command("bash", script, "start", cluster).CombinedOutput(); err != nil {
+		if _, lookErr := exec.LookPath("slurmctld"); lookErr != nil {
+			t.Skipf("slurm-wlm and munge cannot be installed here (%v):\n%s", err, out)
+		}
+		t.Fatalf("start the one-node Slurm cluster: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("bash", script, "stop", cluster).Run() })
+	env := append(os.Environ(), "SLURM_CONF="+filepath.Join(cluster, "slurm.conf"))
+	cmd := func(name string, args ...string) string {
+		t.Helper()
+		c := exec.Command(name, args...)
+		c.Env, c.Dir = env, work
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return string(out)
+	}
+
+	cmd(pvisor, "batch", "emit", "slurm", study)
+	jobScript := filepath.Join(work, "cluster", ".batch", "slurm.sh")
+	if s, _ := os.ReadFile(jobScript); !strings.Contains(string(s), "#SBATCH --array=0-2\n") {
+		t.Fatalf("emitted script:\n%s", s)
+	}
+	t.Log(cmd("sbatch", "--wait", jobScript))
+	logs, _ := filepath.Glob(filepath.Join(work, "cluster", ".batch", "slurm-*.log"))
+	if len(logs) != 3 {
+		t.Errorf("%d array task logs, want 3: %v", len(logs), logs)
+	}
+	for _, l := range logs {
+		data, _ := os.ReadFile(l)
+		if !strings.Contains(string(data), `"shard":"`) {
+			t.Errorf("%s: no shard result line:\n%s", l, data)
+		}
+	}
+	cmd(pvisor, "batch", "run", study, "--output-dir", "single", "--shard", "0/1")
+	cmd(pvisor, "batch", "report", "cluster")
+	cmd(pvisor, "batch", "report", "single")
+
+	load := func(dir string) (runs []string, groups []report.Group) {
+		var rep report.Report
+		data, err := os.ReadFile(filepath.Join(work, dir, "report.json"))
+		if err != nil || json.Unmarshal(data, &rep) != nil {
+			t.Fatalf("%s/report.json: %v", dir, err)
+		}
+		for _, r := range rep.Runs {
+			var res struct{ Phase, Quality string }
+			json.Unmarshal(r.Result, &res)
+			runs = append(runs, fmt.Sprintf("%s %s %s %d %d exit=%d %s %s", r.RunID, r.Agent, r.Trajectory, r.AfterStep, r.Repeat, r.ExitCode, res.Phase, res.Quality))
+		}
+		for _, g := range rep.Groups {
+			g.WallMS = report.Distribution{} // the one thing that may differ
+			groups = append(groups, g)
+		}
+		return runs, groups
+	}
+	cr, cg := load("cluster")
+	sr, sg := load("single")
+	if len(sr) != 13 {
+		t.Errorf("single-machine report has %d runs, want 5 codex steps × 2 repeats + 3 pi steps", len(sr))
+	}
+	if diff := cmp.Diff(sr, cr); diff != "" {
+		t.Errorf("runs: Slurm shards vs single machine (-single +slurm):\n%s", diff)
+	}
+	if diff := cmp.Diff(sg, cg); diff != "" {
+		t.Errorf("groups: Slurm shards vs single machine (-single +slurm):\n%s", diff)
+	}
+}

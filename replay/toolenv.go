@@ -1,0 +1,121 @@
+package replay
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+
+	toolrun "github.com/pvisor/pvisor/run"
+)
+
+// DefaultToolDataLimit bounds each replayed tool process's data segment
+// (RLIMIT_DATA): a hostile `x=$(cat /dev/zero)` fails in the tool instead
+// of taking the machine down. Address-space reservations (V8, JVM) do not
+// count against it.
+const DefaultToolDataLimit = 8 << 30
+
+// isolation is how replayed tools are kept from pvisor, also recorded on
+// the result. It needs root (namespaces, mounting /proc) and a system that
+// allows namespaces; without them tools run as before and the result says
+// so, unless [overlaynet] mode = "deny" asked for what cannot be given.
+func (r *run) isolation() (toolrun.Isolation, error) {
+	iso := toolrun.Isolation{Enabled: os.Geteuid() == 0, DataLimit: DefaultToolDataLimit, NoNetwork: r.req.Overlaynet.Mode == "deny"}
+	missing := "pvisor does not run as root: tools share pvisor's PID namespace and /proc (run as root for isolation)"
+	if iso.Enabled {
+		if err := iso.Probe(); err != nil {
+			iso.Enabled, missing = false, fmt.Sprintf("%v: tools share pvisor's PID namespace and /proc", err)
+		}
+	}
+	meta := map[string]any{"data_limit_bytes": iso.DataLimit, "network": "host"}
+	if iso.NoNetwork {
+		meta["network"] = "loopback-only"
+	}
+	r.res.Metadata["tool_isolation"] = meta
+	if !iso.Enabled {
+		if iso.NoNetwork {
+			return iso, configErr("[overlaynet] mode = \"deny\" cannot be honoured: %s", missing)
+		}
+		meta["mechanisms"] = []string{}
+		meta["missing"] = missing
+		meta["data_limit_bytes"] = 0 // applied by the isolated init only
+		meta["network"] = "host"
+		return toolrun.Isolation{}, nil
+	}
+	meta["mechanisms"] = []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", "rlimit-data", "group-killed-with-init"}
+	return iso, nil
+}
+
+// secretMarkers are substrings of variable names never handed to tools
+// unless the user passes them by name; secretWords are whole
+// '_'-separated parts of a name (GITHUB_PAT, OPENROUTER_KEY).
+var (
+	secretMarkers = []string{"API_KEY", "APIKEY", "TOKEN", "SECRET", "AUTHORIZATION", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE_KEY"}
+	secretWords   = map[string]bool{"KEY": true, "KEYS": true, "PAT": true, "PASS": true, "AUTH": true, "COOKIE": true}
+	// secretPrefixes are how common credentials start, whatever the name.
+	secretPrefixes = []string{"sk-", "ghp_", "gho_", "ghs_", "ghu_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "AKIA", "AIza"}
+)
+
+// toolEnv is the environment re-run tools see: with --inherit-env this
+// process's environment minus credentials, otherwise a small fixed base;
+// --pass-env names are added from this process either way, credentials or
+// not.
+func (r *run) toolEnv() []string {
+	var env []string
+	if r.req.Run.InheritEnv {
+		for _, kv := range os.Environ() {
+			name, value, _ := strings.Cut(kv, "=")
+			if !isSecretName(name) && !isSecretValue(value) {
+				env = append(env, kv)
+			}
+		}
+	} else {
+		for _, name := range []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL"} {
+			if v, ok := os.LookupEnv(name); ok && !isSecretValue(v) {
+				env = append(env, name+"="+v)
+			}
+		}
+	}
+	for _, name := range r.req.Run.PassEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			env = append(env, fmt.Sprintf("%s=%s", name, v))
+		}
+	}
+	return env
+}
+
+func isSecretName(name string) bool {
+	up := strings.ToUpper(name)
+	for _, m := range secretMarkers {
+		if strings.Contains(up, m) {
+			return true
+		}
+	}
+	for _, w := range strings.Split(up, "_") {
+		if secretWords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// isSecretValue: a URL with a password (DATABASE_URL=postgres://u:p@h/db)
+// or a value shaped like a well-known credential.
+func isSecretValue(v string) bool {
+	for _, p := range secretPrefixes {
+		if strings.HasPrefix(v, p) && len(v) >= len(p)+16 {
+			return true
+		}
+	}
+	for _, part := range strings.FieldsFunc(v, func(c rune) bool { return c == ' ' || c == ',' || c == ';' }) {
+		if !strings.Contains(part, "://") || !strings.Contains(part, "@") {
+			continue
+		}
+		if u, err := url.Parse(part); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); ok {
+				return true
+			}
+		}
+	}
+	return false
+}

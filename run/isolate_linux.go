@@ -1,0 +1,343 @@
+package run
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pvisor/pvisor/overlay"
+)
+
+// Isolation keeps a replayed tool away from pvisor: a trajectory is
+// untrusted input, and its commands run as whoever runs pvisor.
+type Isolation struct {
+	// Enabled runs every process through a small init (this binary
+	// re-executed, see init) that is PID 1 of new PID and mount namespaces with a fresh
+	// /proc, so no process outside the call is visible (pvisor's own
+	// environment, the overlay worker's, other calls'); it sets
+	// no_new_privs and keeps only the capabilities in keptCaps, so tools
+	// cannot unmount or remount the overlay, create device nodes or trace.
+	Enabled bool
+	// DataLimit caps each tool process's data segment in bytes
+	// (RLIMIT_DATA: heap and private writable mappings); 0 means no limit.
+	DataLimit uint64
+	// NoNetwork gives the tools a network namespace of their own with only
+	// loopback, up.
+	NoNetwork bool
+}
+
+// shimArg0 marks the re-executed init (see init); argv[0] rather than an
+// environment variable, because the tool inherits the environment.
+const shimArg0 = "pvisor-tool-init"
+
+// shimStatusFD is the pipe on which the init reports the tool's exit.
+const shimStatusFD = 3
+
+// exitShimSetup is the init's status when it could not start the tool.
+const exitShimSetup = 126
+
+// keptCaps is what a root tool keeps: ownership and permission overrides
+// (builds and package managers run as root expect them), uid/gid changes
+// (su-style test fixtures), signals and low ports. CAP_SYS_ADMIN (mount),
+// CAP_MKNOD, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH (open_by_handle_at) and
+// the rest go.
+var keptCaps = []uintptr{
+	unix.CAP_CHOWN, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_FSETID, unix.CAP_KILL,
+	unix.CAP_SETGID, unix.CAP_SETUID, unix.CAP_NET_BIND_SERVICE, unix.CAP_AUDIT_WRITE,
+}
+
+// init turns a re-executed pvisor (or test binary) into the tool init
+// before anything else runs: every program that links this package
+// supports Isolation without a hook in its main or TestMain.
+func init() {
+	if len(os.Args) > 0 && os.Args[0] == shimArg0 {
+		shimMain()
+	}
+}
+
+// shimMain is PID 1 of one tool call's namespaces and never returns.
+// Args: pvisor-tool-init <data-limit> <net:0|1> -- <path> <argv0> <args…>.
+// It starts the tool as PID 2, reports its exit on the status pipe, then
+// reaps until nothing is left, so processes the call leaves behind keep
+// running (and keep this init alive) until the Runner kills the group; when
+// the init dies, the kernel kills every process of the namespace, daemons
+// that left the process group included.
+func shimMain() {
+	// Capabilities, the bounding set and no_new_privs are per thread; the
+	// tool is forked from this one.
+	runtime.LockOSThread()
+	os.Exit(shim(os.Args[1:]))
+}
+
+func shim(args []string) int {
+	status := os.NewFile(shimStatusFD, "tool-status")
+	unix.CloseOnExec(shimStatusFD)
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " "))
+		return exitShimSetup
+	}
+	if len(args) < 5 || args[2] != "--" {
+		return fail("bad arguments %q", args)
+	}
+	if _, err := strconv.ParseUint(args[0], 10, 64); err != nil {
+		return fail("bad data limit %q", args[0])
+	}
+	if err := shimSetup(args[1] == "1"); err != nil {
+		return fail("%v", err)
+	}
+	// Handled, not ignored: ignored signals would stay ignored in the tool.
+	// The Runner signals the whole group, so the tool gets them directly.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT)
+	go func() {
+		for range sigs {
+		}
+	}()
+	limit, _ := strconv.ParseUint(args[0], 10, 64)
+	cmd := &exec.Cmd{Path: args[3], Args: args[4:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	if limit > 0 {
+		// The tool stops right after its execve, before running any of its
+		// own code, so the limit binds its image but never this init's Go
+		// runtime.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	}
+	if err := cmd.Start(); err != nil {
+		return fail("%v", err)
+	}
+	if limit > 0 {
+		if err := limitStopped(cmd.Process.Pid, limit); err != nil {
+			_ = cmd.Process.Kill()
+			return fail("%v", err)
+		}
+	}
+	fmt.Fprintf(status, "started\n")
+	// Our copies of the output pipes would hold them open for as long as a
+	// background process keeps us alive, even one that closed its own.
+	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
+		for fd := 0; fd <= 2; fd++ {
+			_ = unix.Dup2(int(null.Fd()), fd)
+		}
+		null.Close()
+	}
+	ws := overlay.ReapUntil(cmd.Process.Pid)
+	code, sig := ws.ExitStatus(), 0
+	if ws.Signaled() {
+		sig = int(ws.Signal())
+	}
+	// alone: nothing else runs, so the Runner may wait for our exit instead
+	// of reporting background processes.
+	alone := 1
+	if p, err := unix.Wait4(-1, nil, unix.WNOHANG, nil); err == nil && p == 0 {
+		alone = 0
+	}
+	fmt.Fprintf(status, "exit %d %d %d\n", code, sig, alone)
+	status.Close()
+	overlay.ReapAll()
+	return 0
+}
+
+// shimSetup makes the namespaces private, mounts /proc, and drops
+// privileges, in that order: mounting needs CAP_SYS_ADMIN.
+func shimSetup(noNet bool) error {
+	if os.Getpid() != 1 {
+		return fmt.Errorf("not PID 1 of a new PID namespace (pid %d)", os.Getpid())
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make / private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	if noNet {
+		if err := LoopbackUp(); err != nil {
+			return err
+		}
+	}
+	return dropPrivileges()
+}
+
+// limitStopped sets the data limit of a tool stopped at its first
+// instruction (PTRACE_TRACEME) and lets it run.
+func limitStopped(pid int, limit uint64) error {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(pid, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("wait for the tool to stop: %w", err)
+		}
+		break
+	}
+	if !ws.Stopped() {
+		return fmt.Errorf("the tool ended before its limits were set (%v)", ws)
+	}
+	rl := unix.Rlimit{Cur: limit, Max: limit}
+	if err := unix.Prlimit(pid, unix.RLIMIT_DATA, &rl, nil); err != nil {
+		return fmt.Errorf("RLIMIT_DATA: %w", err)
+	}
+	return unix.PtraceDetach(pid)
+}
+
+func dropPrivileges() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	kept := map[uintptr]bool{}
+	var mask uint64
+	for _, c := range keptCaps {
+		kept[c] = true
+		mask |= 1 << c
+	}
+	last := uintptr(unix.CAP_LAST_CAP)
+	if b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			last = uintptr(n)
+		}
+	}
+	for c := uintptr(0); c <= last; c++ {
+		if kept[c] {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, c, 0, 0, 0); err != nil && err != unix.EINVAL {
+			return fmt.Errorf("drop capability %d from the bounding set: %w", c, err)
+		}
+	}
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	for i := range data {
+		m := uint32(mask >> (32 * i))
+		data[i].Effective &= m
+		data[i].Permitted &= m
+		data[i].Inheritable &= m
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// LoopbackUp brings lo up in the calling thread's network namespace, which
+// starts with it down.
+func LoopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback flags: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback up: %w", err)
+	}
+	return nil
+}
+
+// CheckLoopbackOnly fails unless lo, up, is the only network interface in
+// sight: what a process in a fresh namespace after LoopbackUp should see.
+func CheckLoopbackOnly() error {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return fmt.Errorf("list network interfaces: %w", err)
+	}
+	if len(ifs) != 1 || ifs[0].Name != "lo" || ifs[0].Flags&net.FlagUp == 0 {
+		names := make([]string, len(ifs))
+		for i, f := range ifs {
+			names[i] = f.Name
+		}
+		return fmt.Errorf("the network namespace is not loopback-only: interfaces %v", names)
+	}
+	return nil
+}
+
+// Probe starts one trivial process with iso and reports why it failed:
+// namespaces may be denied (a container without CAP_SYS_ADMIN, a seccomp
+// profile) even to root.
+func (iso Isolation) Probe() error {
+	r, err := NewRunner(Options{Env: []string{"PATH=/usr/bin:/bin"}, Isolation: iso})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	res, err := r.Shell(context.Background(), ShellRequest{Argv: []string{"/bin/sh", "-c", "exit 0"}, Dir: "/"})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("tool isolation: a trivial command exited %d: %s", res.ExitCode, res.Stderr.String())
+	}
+	return nil
+}
+
+// shimCmd turns cmd (resolved Path, Args) into a start of the init.
+func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
+	net := "0"
+	flags := uintptr(unix.CLONE_NEWPID | unix.CLONE_NEWNS)
+	if iso.NoNetwork {
+		net = "1"
+		flags |= unix.CLONE_NEWNET
+	}
+	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, "--", cmd.Path}, cmd.Args...)
+	cmd.Path, cmd.Args = "/proc/self/exe", args
+	cmd.ExtraFiles = []*os.File{status}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Cloneflags |= flags
+	// The init dies with pvisor, even on SIGKILL, and takes the namespace
+	// with it.
+	cmd.SysProcAttr.Pdeathsig = unix.SIGKILL
+}
+
+// shimStatus is the init's report of the tool's exit.
+type shimStatus struct {
+	ok        bool
+	code, sig int
+	alone     bool
+}
+
+// shimStarted reads the init's first line: nil once the tool runs.
+func shimStarted(r *bufio.Reader) error {
+	line, err := r.ReadString('\n')
+	line = strings.TrimSuffix(line, "\n")
+	switch {
+	case line == "started":
+		return nil
+	case strings.HasPrefix(line, "error "):
+		return fmt.Errorf("tool isolation: %s", strings.TrimPrefix(line, "error "))
+	case err != nil:
+		return fmt.Errorf("tool isolation: the init ended before starting the tool: %w", err)
+	}
+	return fmt.Errorf("tool isolation: unexpected report %q", line)
+}
+
+func readShimStatus(r *bufio.Reader) shimStatus {
+	line, _ := r.ReadString('\n')
+	var s shimStatus
+	var alone int
+	if n, _ := fmt.Sscanf(strings.TrimSuffix(line, "\n"), "exit %d %d %d", &s.code, &s.sig, &alone); n == 3 {
+		s.ok, s.alone = true, alone == 1
+	}
+	return s
+}

@@ -1,0 +1,119 @@
+package agents
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// BenchmarkPrepareOnly runs the whole `pvisor replay --prepare-only
+// --after-step 1` process on a ~100 MB session of each agent and, in the
+// same loop, `wc -l` on the same file: the ratio of their median wall times
+// is the figure to keep low (target ≤ 4), and the child's peak RSS is
+// reported (target ≤ 48 MB). PVISOR_BENCH_1GB=1 also prepares a ~1 GB file
+// once per agent and reports its peak RSS, which must equal the 100 MB one's
+// (memory flat in file size); generating it takes a minute or more. On a
+// shared machine wall times swing with the load; the CPU-time ratio (user +
+// system of each child) is steadier, but hides what runs in parallel.
+// PVISOR_BENCH_BASELINE_BIN=/path/to/an/older/pvisor runs that binary in the
+// same loop too and reports the new one's wall time over it.
+func BenchmarkPrepareOnly(b *testing.B) {
+	bin := buildPvisor(b)
+	for _, tc := range []struct {
+		agent string
+		gen   func(testing.TB, string, int64) string
+		src   string
+	}{
+		{trajectory.ClaudeCode, bigClaude, claudeSample},
+		{trajectory.Codex, bigCodex, codexSample},
+		{trajectory.OpenCode, bigOpenCode, openCodeSample},
+		{trajectory.Pi, bigPi, piSample},
+	} {
+		b.Run(tc.agent, func(b *testing.B) {
+			path := tc.gen(b, tc.src, bigTarget)
+			var wc, pv, wcCPU, pvCPU, old []time.Duration
+			var rss, oldRSS int64
+			oldBin := os.Getenv("PVISOR_BENCH_BASELINE_BIN")
+			for b.Loop() {
+				c := runChild(b, "wc", "-l", path)
+				wc, wcCPU = append(wc, c.wall), append(wcCPU, c.cpu)
+				c = runChild(b, bin, prepareArgs(b, tc.agent, path)...)
+				pv, pvCPU = append(pv, c.wall), append(pvCPU, c.cpu)
+				rss = max(rss, c.rssKiB)
+				if oldBin != "" {
+					c = runChild(b, oldBin, prepareArgs(b, tc.agent, path)...)
+					old, oldRSS = append(old, c.wall), max(oldRSS, c.rssKiB)
+				}
+			}
+			if oldBin != "" {
+				b.ReportMetric(median(pv).Seconds()/median(old).Seconds(), "ratio-vs-baseline-bin")
+				b.ReportMetric(float64(oldRSS)/1024, "baseline-bin-peak-rss-MB")
+			}
+			mw, mp := median(wc), median(pv)
+			b.ReportMetric(float64(mw.Microseconds())/1e3, "wc-ms")
+			b.ReportMetric(float64(mp.Microseconds())/1e3, "prepare-ms")
+			b.ReportMetric(mp.Seconds()/mw.Seconds(), "ratio-vs-wc")
+			b.ReportMetric(median(pvCPU).Seconds()/median(wcCPU).Seconds(), "cpu-ratio-vs-wc")
+			b.ReportMetric(float64(rss)/1024, "peak-rss-MB")
+			if os.Getenv("PVISOR_BENCH_1GB") == "" {
+				return
+			}
+			big := tc.gen(b, tc.src, 10*bigTarget)
+			c := runChild(b, bin, prepareArgs(b, tc.agent, big)...)
+			os.RemoveAll(filepath.Dir(big))
+			b.ReportMetric(float64(c.rssKiB)/1024, "peak-rss-1GB-MB")
+			b.ReportMetric(float64(c.rssKiB)/float64(rss), "rss-1GB-vs-100MB")
+		})
+	}
+}
+
+// buildPvisor builds the static binary the way `make build` does.
+func buildPvisor(b *testing.B) string {
+	bin := filepath.Join(b.TempDir(), "pvisor")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "../../cmd/pvisor")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func prepareArgs(b *testing.B, agent, path string) []string {
+	dir := b.TempDir()
+	return []string{"replay", "--prepare-only", "--agent", agent, "--trajectory", path, "--after-step", "1",
+		"--state-dir", filepath.Join(dir, "state"), "--output-dir", filepath.Join(dir, "out"), "--run-id", "bench"}
+}
+
+type childCost struct {
+	wall, cpu time.Duration
+	rssKiB    int64
+}
+
+// runChild runs a process to completion and returns its wall time, CPU time
+// and peak RSS.
+func runChild(b *testing.B, name string, args ...string) childCost {
+	cmd := exec.Command(name, args...)
+	start := time.Now()
+	out, err := cmd.Output()
+	wall := time.Since(start)
+	if err != nil {
+		b.Fatalf("%s: %v\n%s", name, err, out)
+	}
+	ps := cmd.ProcessState
+	return childCost{wall, ps.UserTime() + ps.SystemTime(), ps.SysUsage().(*syscall.Rusage).Maxrss}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	if len(s) == 0 {
+		panic("no samples")
+	}
+	return s[len(s)/2]
+}
