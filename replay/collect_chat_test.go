@@ -80,18 +80,6 @@ func TestCleanPiSession(t *testing.T) {
 	}
 }
 
-func TestPiSessionDir(t *testing.T) {
-	for in, want := range map[string]string{
-		"/tmp/pvisor-e2e/pi/repo": "--tmp-pvisor-e2e-pi-repo--",
-		"/":                       "----",
-		"/a:b/c":                  "--a-b-c--",
-	} {
-		if got := piSessionDir(in); got != want {
-			t.Errorf("piSessionDir(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestUsedPiTools(t *testing.T) {
 	c := &Continuation{Plan: &Plan{Trajectory: &trajectory.Trajectory{Actions: []trajectory.Action{
 		{Calls: []trajectory.ToolCall{{Name: "ls"}, {Name: "find"}}}, {Calls: []trajectory.ToolCall{{Name: "custom_x"}}}}}}}

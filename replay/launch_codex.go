@@ -218,14 +218,12 @@ func (s *codexStaged) stage(rebuilt []byte) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-var rolloutNameRe = regexp.MustCompile(`^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-(.+)\.jsonl$`)
-
 // fileName keeps the recorded file name when it names this session (Codex
 // finds a rollout by the id at the end of its name), else builds one from
 // session_meta's timestamp.
 func (s *codexStaged) fileName(ts string) string {
 	base := filepath.Base(s.c.Source)
-	if m := rolloutNameRe.FindStringSubmatch(base); m != nil && m[1] == s.sid {
+	if id, ok := codex.RolloutID(base); ok && id == s.sid {
 		return base
 	}
 	t, err := time.Parse(time.RFC3339Nano, ts)

@@ -118,7 +118,7 @@ func (piLauncher) Stage(c *Continuation) (Staged, error) {
 		name = strings.ReplaceAll(t.UTC().Format("2006-01-02T15:04:05.000Z"), ":", "-") + "_" + s.sid + ".jsonl"
 		name = strings.Replace(name, ".", "-", 1)
 	}
-	dir := filepath.Join(c.Home, ".pi", "agent", "sessions", piSessionDir(cwd))
+	dir := filepath.Join(c.Home, ".pi", "agent", "sessions", pi.SessionDir(cwd))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -131,14 +131,6 @@ func (piLauncher) Stage(c *Continuation) (Staged, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// piSessionDir is Pi's directory name for a working directory: the path
-// without its leading separator, separators and colons as '-', in "--".
-func piSessionDir(cwd string) string {
-	p := strings.TrimLeft(cwd, "/\\")
-	p = strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(p)
-	return "--" + p + "--"
 }
 
 // usedPiTools is Pi's default tools plus every built-in the trajectory

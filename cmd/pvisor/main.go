@@ -23,6 +23,9 @@ Usage:
     pvisor batch run FILE.toml [--jobs N] [--shard I/N] [--dry-run]
     pvisor batch report DIR... [--out DIR]
     pvisor batch emit slurm|k8s FILE.toml
+    pvisor session locate|show --agent A [--home DIR] ID
+    pvisor session rewrite --agent A --from OLD --to NEW < IN > OUT
+    pvisor capture --agent A --session ID [--home DIR] [--store DIR]
     pvisor fake-model --script FILE [--addr 127.0.0.1:PORT]
     pvisor version
 
@@ -37,6 +40,9 @@ Examples:
 
     # Validate and plan a replay after step 3 without running anything.
     $ pvisor replay --prepare-only --agent codex --trajectory rollout.jsonl --after-step 3
+
+    # Store a session from a sandbox's home as a portable bundle.
+    $ pvisor capture --agent codex --session 01a22998-569d-74b2-aebf-25f39bc1a17a --home /sandbox/home
 
 Run 'pvisor COMMAND --help' for the flags of a command.
 `
@@ -66,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdBatch(args[1:], stdout, stderr)
 	case batch.ChildCommand:
 		return cmdBatchChild(stdout, stderr)
+	case "session":
+		return cmdSession(args[1:], stdout, stderr)
+	case "capture":
+		return cmdCapture(args[1:], stdout, stderr)
 	case "fake-model":
 		return cmdFakeModel(args[1:], stdout, stderr)
 	case "doctor":

@@ -16,9 +16,14 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs the CLI scripts in testdata/script: each reads like a
-// shell session a user would type. $TRAJ points at the bundled samples.
+// shell session a user would type. $TRAJ points at the bundled samples,
+// $E2E at the sessions recorded with the real CLIs.
 func TestScripts(t *testing.T) {
 	traj, err := filepath.Abs("../../testdata/trajectories")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2e, err := filepath.Abs("../../testdata/e2e/sessions")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +37,7 @@ func TestScripts(t *testing.T) {
 		},
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("TRAJ", traj)
+			env.Setenv("E2E", e2e)
 			return nil
 		},
 	})

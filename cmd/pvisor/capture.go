@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/result"
+)
+
+const captureUsage = `Usage: pvisor capture --agent A --session ID [--home DIR] [--store DIR]
+
+Finds session ID in the agent's state directory by its id (as 'pvisor
+session locate' does) and stores a portable bundle at <store>/<agent>/<ID>/:
+manifest.json (agent, session id, the cwd and CLI version the session
+records, size and SHA-256 per file, creation time) and files/, the original
+bytes unmodified under their path in the state directory. A restore
+rewrites the recorded cwd; the bundle never does. Symlinks are refused, and
+so are files over 64 MiB and sessions of more than 4096 files. The bundle is
+written to a temporary directory in the store and renamed into place, so a
+capture of the same session again replaces the old bundle whole. The store
+must be new, empty, or a store pvisor made (it holds pvisor-store.json).
+
+Prints one JSON line: {"bundle", "manifest", "failure"}. Exit status: 0 ok,
+2 a bad flag, id or store, 10 no session, several, or one that cannot be
+captured, 11 an agent without session support, 20 the store cannot be
+written.
+
+Agents: claude-code (with its subagent transcripts), codex, pi.
+
+Examples:
+    # Capture a Claude Code session from a sandbox's home into ./bundles.
+    $ pvisor capture --agent claude-code --session 0a1b2c3d-9f3e-4b6a-8c1d-2e3f4a5b6c7d \
+        --home /sandbox/home --store ./bundles
+
+    # The manifest says where it ran and what each file hashes to.
+    $ jq . ./bundles/claude-code/0a1b2c3d-9f3e-4b6a-8c1d-2e3f4a5b6c7d/manifest.json
+
+Flags:
+`
+
+type captureLine struct {
+	Bundle   *string           `json:"bundle"`
+	Manifest *capture.Manifest `json:"manifest"`
+	Failure  *result.Failure   `json:"failure"`
+}
+
+func cmdCapture(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("capture", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, captureUsage); fs.PrintDefaults() }
+	agent := fs.String("agent", "", "agent whose session it is (claude-code, codex, pi)")
+	id := fs.String("session", "", "session id, as the agent CLI printed it")
+	home := fs.String("home", "", "HOME the agent ran under (default: the agent's own environment, then $HOME)")
+	storeDir := fs.String("store", "", "bundle store (default: $XDG_DATA_HOME/pvisor/sessions or ~/.local/share/pvisor/sessions)")
+	fail := func(category, format string, a ...any) int {
+		f := &result.Failure{Category: category, Message: fmt.Sprintf(format, a...)}
+		fmt.Fprintf(stderr, "pvisor capture: %s\n", f.Message)
+		printCaptureLine(stdout, captureLine{Failure: f})
+		return result.ExitCode(f)
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return 0
+		}
+		return fail(result.ConfigurationError, "%v", err)
+	}
+	if fs.NArg() != 0 {
+		return fail(result.ConfigurationError, "unexpected arguments %q (the session id goes in --session)", fs.Args())
+	}
+	if *id == "" {
+		return fail(result.ConfigurationError, "--session is required")
+	}
+	store, code, err := sessionStore(*agent)
+	if err != nil {
+		category := result.ConfigurationError
+		if code == 11 {
+			category = result.UnsupportedAgent
+		}
+		return fail(category, "%v", err)
+	}
+	if *storeDir == "" {
+		if *storeDir, err = defaultStore(); err != nil {
+			return fail(result.ConfigurationError, "%v", err)
+		}
+	}
+	if *storeDir, err = filepath.Abs(*storeDir); err != nil {
+		return fail(result.ConfigurationError, "--store: %v", err)
+	}
+	root, err := store.Root(*home, os.Getenv)
+	if err != nil {
+		return fail(result.ConfigurationError, "%v", err)
+	}
+	dir, m, err := capture.Capture(capture.Options{Store: store, Root: root, ID: *id, StoreDir: *storeDir})
+	if err != nil {
+		return fail(capture.Category(err), "%v", err)
+	}
+	printCaptureLine(stdout, captureLine{Bundle: &dir, Manifest: m})
+	return 0
+}
+
+func printCaptureLine(w io.Writer, l captureLine) {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(l)
+}
+
+func defaultStore() (string, error) {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "pvisor", "sessions"), nil
+	}
+	h, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no --store and no home directory: %v", err)
+	}
+	return filepath.Join(h, ".local", "share", "pvisor", "sessions"), nil
+}

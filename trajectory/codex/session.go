@@ -1,0 +1,107 @@
+package codex
+
+import (
+	"io"
+	"path/filepath"
+	"regexp"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+	store "github.com/pvisor/pvisor/trajectory/session"
+)
+
+// Sessions is Codex's session store: <CODEX_HOME or
+// ~/.codex>/sessions/YYYY/MM/DD/rollout-<ts>-<id>.jsonl. The path does not
+// depend on the cwd, so a copy keeps its date directories.
+func Sessions() store.Store { return sessions{} }
+
+type sessions struct{}
+
+func (sessions) Agent() string { return trajectory.Codex }
+
+func (sessions) Root(home string, getenv func(string) string) (string, error) {
+	return store.RootFrom(home, ".codex", "CODEX_HOME", getenv)
+}
+
+var rolloutNameRe = regexp.MustCompile(`^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-(.+)\.jsonl$`)
+
+// RolloutID is the session id a rollout file name ends in, if it is one.
+func RolloutID(base string) (string, bool) {
+	m := rolloutNameRe.FindStringSubmatch(base)
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+func (sessions) Locate(root, id string) (*store.Located, error) {
+	main, err := store.FindOne(trajectory.Codex, root, id,
+		filepath.Join("sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
+		func(base string) bool { got, ok := RolloutID(base); return ok && got == id })
+	if err != nil {
+		return nil, err
+	}
+	return &store.Located{Agent: trajectory.Codex, ID: id, Root: root, Main: main}, nil
+}
+
+// Origin is session_meta's cwd and cli_version.
+func (sessions) Origin(r io.Reader) (store.Origin, error) {
+	var o store.Origin
+	err := store.Scan(r, func(line []byte) bool {
+		if gjson.GetBytes(line, "type").Str != "session_meta" {
+			return false
+		}
+		res := gjson.GetManyBytes(line, "payload.cwd", "payload.cli_version")
+		o.Cwd, o.CLIVersion = res[0].Str, res[1].Str
+		return true
+	})
+	return o, err
+}
+
+// Rewrite replaces, in every record but the model-visible response_items,
+// each value of a key "cwd" and each entry of a "runtime_workspace_roots"
+// list that is exactly from: session_meta, turn_context, world_state's
+// environments and event_msg's thread settings record the cwd there.
+// Values that merely contain it (file:// URLs, the environment context
+// text, tool arguments) stay as the model and the CLI saw them.
+func (sessions) Rewrite(w io.Writer, r io.Reader, from, to string) (int, error) {
+	if err := store.CheckRewrite(from, to); err != nil {
+		return 0, err
+	}
+	return store.RewriteLines(w, r, to, func(_ int, line []byte) ([]store.Span, error) {
+		doc := gjson.ParseBytes(line)
+		if doc.Get("type").Str == "response_item" {
+			return nil, nil
+		}
+		var spans []store.Span
+		var err error
+		var walk func(v gjson.Result)
+		walk = func(v gjson.Result) {
+			v.ForEach(func(k, val gjson.Result) bool {
+				switch {
+				case k.Str == "cwd" && k.Type == gjson.String:
+					err = addSpan(&spans, val, from)
+				case k.Str == "runtime_workspace_roots" && val.IsArray():
+					val.ForEach(func(_, root gjson.Result) bool {
+						err = addSpan(&spans, root, from)
+						return err == nil
+					})
+				case val.IsObject() || val.IsArray():
+					walk(val)
+				}
+				return err == nil
+			})
+		}
+		walk(doc)
+		return spans, err
+	})
+}
+
+func addSpan(spans *[]store.Span, v gjson.Result, from string) error {
+	s, ok, err := store.StringAt(v, from)
+	if ok {
+		*spans = append(*spans, s)
+	}
+	return err
+}

@@ -1,0 +1,61 @@
+package opencode
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+	store "github.com/pvisor/pvisor/trajectory/session"
+)
+
+// Exports knows the cwd an `opencode export` document records. OpenCode
+// keeps its sessions in SQLite, so they are located and restored through
+// its CLI (export/import), not as files: this is only the rewriter.
+func Exports() store.Rewriter { return exports{} }
+
+type exports struct{}
+
+func (exports) Agent() string { return trajectory.OpenCode }
+
+// Origin is info.directory and the OpenCode version that wrote the export.
+func (exports) Origin(r io.Reader) (store.Origin, error) {
+	doc, err := io.ReadAll(io.LimitReader(r, store.MaxDocumentBytes))
+	if err != nil {
+		return store.Origin{}, err
+	}
+	res := gjson.GetManyBytes(bytes.TrimSpace(doc), "info.directory", "info.version")
+	return store.Origin{Cwd: res[0].Str, CLIVersion: res[1].Str}, nil
+}
+
+// Rewrite replaces info.directory and each message's path.cwd and
+// path.root that are exactly from; tool inputs and outputs keep theirs.
+func (exports) Rewrite(w io.Writer, r io.Reader, from, to string) (int, error) {
+	if err := store.CheckRewrite(from, to); err != nil {
+		return 0, err
+	}
+	return store.RewriteDocument(w, r, to, func(doc []byte) ([]store.Span, error) {
+		var spans []store.Span
+		add := func(v gjson.Result) error {
+			s, ok, err := store.StringAt(v, from)
+			if ok {
+				spans = append(spans, s)
+			}
+			return err
+		}
+		if err := add(gjson.GetBytes(doc, "info.directory")); err != nil {
+			return nil, err
+		}
+		var err error
+		gjson.GetBytes(doc, "messages").ForEach(func(_, m gjson.Result) bool {
+			for _, p := range []string{"info.path.cwd", "info.path.root"} {
+				if err = add(m.Get(p)); err != nil {
+					return false
+				}
+			}
+			return true
+		})
+		return spans, err
+	})
+}

@@ -1,0 +1,90 @@
+package pi
+
+import (
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+	store "github.com/pvisor/pvisor/trajectory/session"
+)
+
+// Sessions is Pi's session sessions: <PI_CODING_AGENT_DIR or
+// ~/.pi/agent>/sessions/<SessionDir(cwd)>/<ts>_<id>.jsonl. Pi looks for
+// --session <id> in the directory of the current cwd first (elsewhere it
+// asks whether to fork, which hangs print mode), so a restore must write
+// the file under the new cwd's directory.
+func Sessions() store.Store { return sessions{} }
+
+type sessions struct{}
+
+func (sessions) Agent() string { return trajectory.Pi }
+
+func (sessions) Root(home string, getenv func(string) string) (string, error) {
+	return store.RootFrom(home, filepath.Join(".pi", "agent"), "PI_CODING_AGENT_DIR", getenv)
+}
+
+// SessionDir is Pi's directory name for a working directory: the path
+// without its leading separators, separators and colons as '-', in "--".
+func SessionDir(cwd string) string {
+	p := strings.TrimLeft(cwd, "/\\")
+	p = strings.NewReplacer("/", "-", "\\", "-", ":", "-").Replace(p)
+	return "--" + p + "--"
+}
+
+// sessionFileID is the id in a "<ts>_<id>.jsonl" name; the timestamp has
+// no '_'.
+func sessionFileID(base string) string {
+	_, rest, ok := strings.Cut(strings.TrimSuffix(base, ".jsonl"), "_")
+	if !ok || !strings.HasSuffix(base, ".jsonl") {
+		return ""
+	}
+	return rest
+}
+
+func (sessions) Locate(root, id string) (*store.Located, error) {
+	main, err := store.FindOne(trajectory.Pi, root, id, filepath.Join("sessions", "*", "*_"+id+".jsonl"),
+		func(base string) bool { return sessionFileID(base) == id })
+	if err != nil {
+		return nil, err
+	}
+	return &store.Located{Agent: trajectory.Pi, ID: id, Root: root, Main: main}, nil
+}
+
+// Origin is the header's cwd. Pi records no CLI version in the file (the
+// header's "version" is the session format's).
+func (sessions) Origin(r io.Reader) (store.Origin, error) {
+	var o store.Origin
+	err := store.Scan(r, func(line []byte) bool {
+		if gjson.GetBytes(line, "type").Str == "session" {
+			o.Cwd = gjson.GetBytes(line, "cwd").Str
+		}
+		return true
+	})
+	return o, err
+}
+
+// Rewrite replaces the header's cwd, the only place Pi records it; Pi
+// refuses to resume a session whose cwd does not exist.
+func (sessions) Rewrite(w io.Writer, r io.Reader, from, to string) (int, error) {
+	if err := store.CheckRewrite(from, to); err != nil {
+		return 0, err
+	}
+	seen := false
+	return store.RewriteLines(w, r, to, func(_ int, line []byte) ([]store.Span, error) {
+		if seen {
+			return nil, nil
+		}
+		seen = true
+		if gjson.GetBytes(line, "type").Str != "session" {
+			return nil, nil
+		}
+		s, ok, err := store.StringAt(gjson.GetBytes(line, "cwd"), from)
+		if !ok {
+			return nil, err
+		}
+		return []store.Span{s}, nil
+	})
+}
