@@ -273,8 +273,9 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("batch emit", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	shards := fs.Int("shards", 0, "number of array tasks / pods `N` (default: [batch] shards)")
-	jobs := fs.Int("jobs", 0, "runs at a time per task (default: [batch] jobs, else 1)")
+	shards, jobs := new(int), new(int)
+	decimalVar(fs, shards, "shards", 0, "number of array tasks / pods `N` (default: [batch] shards)")
+	decimalVar(fs, jobs, "jobs", 0, "runs at a time per task (default: [batch] jobs, else 1)")
 	out := fs.String("out", "", "write the job to `file` ('-' prints it alone on stdout; default <output_dir>/.batch/slurm.sh or k8s-job.yaml)")
 	pvisor := fs.String("pvisor", "", "pvisor `path` on the nodes (default: this binary for slurm, \"pvisor\" for k8s)")
 	image := fs.String("image", "pvisor:latest", "container `image` with pvisor and the agent CLIs (k8s)")
