@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -44,6 +45,13 @@ type UpstreamConfig struct {
 	// Transport overrides the default transport (tests). The default never uses a
 	// proxy from the environment and never negotiates compression.
 	Transport http.RoundTripper
+	// Headers are set on every forwarded request, over the client's (the
+	// model router's session key, X-LiteLLM-Session-ID).
+	Headers http.Header
+	// BodyFields are set at the top level of every forwarded JSON body
+	// after the bridge checked it (--disable-thinking's
+	// chat_template_kwargs); an object value merges into an object member.
+	BodyFields map[string]json.RawMessage
 }
 
 // Defaults used when neither the options nor the environment name a base URL.
@@ -79,6 +87,8 @@ type HTTPUpstream struct {
 	authName  string // header that carries the credential, "" for none
 	authValue string
 	secret    string // the bare key, scrubbed from error messages
+	headers   http.Header
+	fields    map[string]json.RawMessage
 	rt        http.RoundTripper
 }
 
@@ -114,7 +124,10 @@ func NewHTTPUpstream(cfg UpstreamConfig) (*HTTPUpstream, error) {
 	}
 	base.Path = strings.TrimSuffix(base.Path, "/")
 	base.RawPath = ""
-	u := &HTTPUpstream{proto: cfg.Protocol, base: base, rt: cfg.Transport}
+	u := &HTTPUpstream{proto: cfg.Protocol, base: base, rt: cfg.Transport, headers: http.Header{}, fields: cfg.BodyFields}
+	for k, v := range cfg.Headers {
+		u.headers[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
+	}
 	switch {
 	case cfg.Protocol == Anthropic && cfg.APIKey != "":
 		u.authName, u.authValue, u.secret = "X-Api-Key", cfg.APIKey, cfg.APIKey
@@ -194,7 +207,11 @@ func (u *HTTPUpstream) Send(ctx context.Context, req *Request) (*http.Response, 
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(req.Body))
+	body, err := addFields(req.Body, u.fields)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", u, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", u, err)
 	}
@@ -203,6 +220,9 @@ func (u *HTTPUpstream) Send(ctx context.Context, req *Request) (*http.Response, 
 		hr.Header = http.Header{}
 	}
 	stripRequestHeaders(hr.Header) // a Conversation may have added some back
+	for k, v := range u.headers {
+		hr.Header[k] = append([]string(nil), v...)
+	}
 	if u.authName != "" {
 		hr.Header.Set(u.authName, u.authValue)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tidwall/gjson"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -413,5 +414,50 @@ func TestUpstreamTargets(t *testing.T) {
 		if err != nil || got.String() != tc.want {
 			t.Errorf("%s + %s = %v, %v; want %s", tc.base, tc.path, got, err, tc.want)
 		}
+	}
+}
+
+// UpstreamConfig.Headers (the model router's session key) reach the
+// upstream on every request, over a client's own value.
+func TestUpstreamHeaders(t *testing.T) {
+	for _, p := range []Protocol{Responses, Anthropic} {
+		var c capture
+		srv := handlerUpstream(t, p, c.handler(200, nil, "{}"))
+		up, err := NewHTTPUpstream(UpstreamConfig{Protocol: p, BaseURL: srv.base.String(), APIKey: upstreamKey,
+			Headers: http.Header{"X-LiteLLM-Session-ID": {"run-7"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := startBridge(t, Options{Upstream: up})
+		r := newReq(t, s, http.MethodPost, pathFor(p), requestBody(p, false))
+		r.Header.Set("X-LiteLLM-Session-ID", "from-the-agent")
+		if res, body := do(t, r); res.StatusCode != 200 {
+			t.Fatalf("%d %s", res.StatusCode, body)
+		}
+		if got := c.header.Values("X-LiteLLM-Session-ID"); len(got) != 1 || got[0] != "run-7" {
+			t.Errorf("%s: upstream got session id %q", p, got)
+		}
+	}
+}
+
+// BodyFields reach the upstream in the forwarded body, and only there.
+func TestUpstreamBodyFields(t *testing.T) {
+	var c capture
+	srv := handlerUpstream(t, Chat, c.handler(200, nil, "{}"))
+	up, err := NewHTTPUpstream(UpstreamConfig{Protocol: Chat, BaseURL: srv.base.String(), APIKey: upstreamKey,
+		BodyFields: map[string]json.RawMessage{"chat_template_kwargs": json.RawMessage(`{"enable_thinking":false}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startBridge(t, Options{Upstream: up})
+	sent := requestBody(Chat, false)
+	if res, body := do(t, newReq(t, s, http.MethodPost, pathFor(Chat), sent)); res.StatusCode != 200 {
+		t.Fatalf("%d %s", res.StatusCode, body)
+	}
+	if got := gjson.GetBytes(c.body, "chat_template_kwargs.enable_thinking"); got.Type != gjson.False {
+		t.Errorf("upstream body %s", c.body)
+	}
+	if gjson.GetBytes(c.body, "model").Str != gjson.Get(sent, "model").Str {
+		t.Errorf("the rest of the body changed: %s", c.body)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,9 +53,19 @@ func (r *run) prepareContinue(ctx context.Context) error {
 		return fail(result.UnsupportedAgent, "continuing %s is not supported yet; use --replay-only to replay the prefix and rebuild its session", agent)
 	}
 	env := r.baseEnv()
-	entry, source, err := Entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
+	explicit, declared := r.req.AgentEntrypoint, ""
+	if r.req.AgentRuntime != "" {
+		var err error
+		if explicit, declared, err = agentRuntime(r.req.AgentRuntime, agent); err != nil {
+			return err
+		}
+	}
+	entry, source, err := Entrypoint(explicit, l.Binary(), envValue(env, "PATH"))
 	if err != nil {
 		return err
+	}
+	if declared != "" {
+		source = result.LaunchRuntime
 	}
 	r.res.Agent.Entrypoint, r.res.Agent.LaunchSource = &entry, source
 	if v := r.plan.Trajectory.Version; v != "" {
@@ -68,6 +80,9 @@ func (r *run) prepareContinue(ctx context.Context) error {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
 	r.res.Agent.Version = &version
+	if declared != "" && declared != version {
+		return fail(result.UnsupportedVersion, "--agent-runtime declares %s %s, but %s reports %s", agent, declared, entry, version)
+	}
 	if err := r.checkVersion(l, version, printed); err != nil {
 		return err
 	}
@@ -75,12 +90,16 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	args := continuationArgs(r.req)
 	c := &Continuation{Plan: r.plan, AfterStep: r.req.AfterStep, Source: r.req.Trajectory, Workspace: ws,
-		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: r.req.AgentArgs,
+		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: args,
 		Entrypoint: entry, Env: env}
 	up, meta, err := r.upstream(l, c)
 	if err != nil {
 		return err
+	}
+	if r.req.DisableThinking {
+		r.res.Metadata["disable_thinking"] = meta["disable_thinking"]
 	}
 	cs := &contState{launcher: l, c: c, upstream: up, upMeta: meta}
 	if r.req.MaxSteps > 0 {
@@ -88,6 +107,17 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	}
 	r.cont = cs
 	return nil
+}
+
+// continuationArgs are the native arguments the request adds to the CLI:
+// --agent-arg values, then --disallowedTools as pVisor passes
+// --agent-disallowed-tool.
+func continuationArgs(req *Request) []string {
+	args := slices.Clone(req.AgentArgs)
+	if len(req.DisallowedTools) > 0 {
+		args = append(args, "--disallowedTools", strings.Join(req.DisallowedTools, ","))
+	}
+	return args
 }
 
 // continuation is one run of the agent CLI and what it left.
@@ -148,7 +178,6 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 		}
 		defer f.Close()
 		logs[name] = f
-		r.artifact("log", "text", f.Name())
 	}
 	activity := &atomic.Int64{}
 	conv := staged.Conversation()
@@ -254,18 +283,15 @@ func (r *run) finishContinuation(ct *continuation) error {
 
 	status, failure := r.classify(ct)
 	r.res.AgentStatus = status
+	// pVisor's payload (return_code, continued_steps,
+	// boundary_user_prompt_injected), then ours.
 	if err := r.journal.Append(eventContinuationFinished, map[string]any{
-		"agent_status": status, "continued_steps": r.res.ContinuedSteps, "stop_reason": ct.stop.String(),
+		"return_code": ct.code, "continued_steps": r.res.ContinuedSteps,
+		"boundary_user_prompt_injected": ct.report.PromptInjected > 0,
+		"agent_status":                  status, "stop_reason": ct.stop.String(),
 		"exit_code": ct.code, "requests_forwarded": ct.stats.Forwarded, "requests_refused": ct.stats.Refused,
 	}); err != nil {
 		return journalErr(err)
-	}
-	if r.summary != nil {
-		r.summary.ContinuationStatus, r.summary.ContinuedSteps = status, r.res.ContinuedSteps
-		r.summary.BoundaryUserPrompt = r.res.Metadata["boundary_user_prompt"].(map[string]any)
-		if err := result.WriteJSON(filepath.Join(r.outputDir, "replay-summary.json"), r.summary); err != nil {
-			return fail(result.WorkspaceError, "replay-summary.json: %v", err)
-		}
 	}
 	if failure != nil {
 		return failure
@@ -322,12 +348,9 @@ func (r *run) idle() time.Duration {
 // own format.
 func (r *run) writeContinued(session []byte) (*trajectory.Trajectory, error) {
 	p := r.plan
-	ext := trajectory.PrefixExt(p.Format, p.Trajectory)
-	path := filepath.Join(r.outputDir, "native", "continued-session."+ext)
-	if err := result.WriteFile(path, session); err != nil {
+	if _, err := r.nativeArtifact(nativeContinued, trajectory.PrefixExt(p.Format, p.Trajectory), session); err != nil {
 		return nil, fail(result.WorkspaceError, "continued session: %v", err)
 	}
-	r.artifact("native_continued_session", p.Format.Agent()+"/native-"+ext, path)
 	t, err := p.Format.Decode(bytes.NewReader(session), trajectory.Options{})
 	if err != nil {
 		// The session is kept for inspection; only the measurements are lost.
@@ -352,7 +375,7 @@ func (r *run) compareNextAction(continued *trajectory.Trajectory, injected bool)
 		r.res.Metadata["next_action_comparison"] = map[string]any{"written": true,
 			"replayed_paths_mapped": map[string]string{"from": back.From, "to": back.To}}
 	}
-	return r.writeJSONArtifact("next-action-comparison.json", "next_action_comparison", result.NextActionSchema, cmp)
+	return r.writeJSONArtifact("next-action-comparison.json", RoleNextActionComparison, FormatNextAction, cmp)
 }
 
 // promptMetadata completes boundary_user_prompt from the envelope's counts.

@@ -96,7 +96,7 @@ func TestContinueCompletes(t *testing.T) {
 		*res.Agent.Version != "0.171.0" {
 		t.Fatalf("result: %s\nstderr: %s", res.Line(), stderrOf(f))
 	}
-	cont, err := os.ReadFile(f.out("native/continued-session.jsonl"))
+	cont, err := os.ReadFile(f.out("native/continued-trajectory.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,6 +205,14 @@ func TestContinueFailures(t *testing.T) {
 			result.ConfigurationError, 2, result.PhasePrepared, "cannot serve codex"},
 		{"missing entrypoint", nil, func(r *Request) { r.AgentEntrypoint = "/nonexistent/codex" },
 			result.ConfigurationError, 2, result.PhasePrepared, "does not exist"},
+		{"runtime declares another version", nil, useRuntime(`{"schema_version":"sandbox-playback.agent-runtime/v1","agent":"codex","version":"0.170.0","entrypoint":"bin/codex"}`),
+			result.UnsupportedVersion, 11, result.PhasePrepared, "declares codex 0.170.0, but"},
+		{"runtime entrypoint leaves the dir", nil, useRuntime(`{"schema_version":"sandbox-playback.agent-runtime/v1","agent":"codex","version":"0.171.0","entrypoint":"../codex"}`),
+			result.ConfigurationError, 2, result.PhasePrepared, "must be a relative path inside the runtime directory"},
+		{"runtime for another agent", nil, useRuntime(`{"schema_version":"sandbox-playback.agent-runtime/v1","agent":"pi-agent","version":"0.171.0","entrypoint":"bin/codex"}`),
+			result.ConfigurationError, 2, result.PhasePrepared, `packages agent "pi-agent"`},
+		{"runtime with an unknown key", nil, useRuntime(`{"schema_version":"sandbox-playback.agent-runtime/v1","agent":"codex","version":"0.171.0","entrypoint":"bin/codex","x":1}`),
+			result.ConfigurationError, 2, result.PhasePrepared, "unknown field"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newContFixture(t, tc.env...)
@@ -240,5 +248,32 @@ func TestContinueUntestedVersionAllowedIsDegraded(t *testing.T) {
 	}
 	if reasons := res.Metadata["quality_reasons"].([]string); len(reasons) != 1 || !strings.Contains(reasons[0], "0.190.1") {
 		t.Errorf("quality reasons %v", reasons)
+	}
+}
+
+// useRuntime packages the fixture's fake codex as an --agent-runtime
+// directory with the given manifest.
+func useRuntime(manifest string) func(*Request) {
+	return func(r *Request) {
+		dir := filepath.Join(filepath.Dir(r.AgentEntrypoint), "runtime")
+		os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
+		os.Symlink(r.AgentEntrypoint, filepath.Join(dir, "bin", "codex"))
+		os.WriteFile(filepath.Join(dir, RuntimeManifestFile), []byte(manifest), 0o644)
+		r.AgentEntrypoint, r.AgentRuntime = "", dir
+	}
+}
+
+func TestContinueFromAgentRuntime(t *testing.T) {
+	f := newContFixture(t)
+	useRuntime(`{"schema_version":"sandbox-playback.agent-runtime/v1","agent":"codex","version":"0.171.0","entrypoint":"bin/codex"}`)(f.req)
+	res := f.run(t)
+	if res.Failure != nil || res.AgentStatus != result.AgentCompleted || res.Agent.LaunchSource != result.LaunchRuntime ||
+		!strings.HasSuffix(*res.Agent.Entrypoint, "/runtime/bin/codex") {
+		t.Fatalf("result: %s\nstderr: %s", res.Line(), stderrOf(f))
+	}
+	f2 := newContFixture(t)
+	f2.req.AgentRuntime = f2.dir
+	if res := f2.run(t); res.Failure == nil || !strings.Contains(res.Failure.Message, "mutually exclusive") {
+		t.Errorf("entrypoint and runtime together: %s", res.Line())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -59,6 +60,7 @@ func Run(ctx context.Context, req *Request) *result.Result {
 		req.RunID = NewRunID()
 	}
 	r := &run{req: req, res: result.New(req.RunID, req.Agent)}
+	r.res.Agent.DisallowedTools = append(r.res.Agent.DisallowedTools, req.DisallowedTools...)
 	r.res.AfterStep = req.AfterStep
 	r.res.Metadata["boundary_user_prompt"] = r.boundaryPromptMetadata()
 	err := r.execute(ctx)
@@ -95,14 +97,23 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.allocate(); err != nil {
 		return err
 	}
+	// pVisor's payloads first; "mode", "batches" and "stale_calls" are ours.
+	var promptSHA *string
+	if p := r.req.BoundaryUserPrompt; p != "" {
+		sum := sha256.Sum256([]byte(p))
+		s := hex.EncodeToString(sum[:])
+		promptSHA = &s
+	}
 	if err := r.journal.Append(result.EventRunStarted, map[string]any{
 		"run_id": r.req.RunID, "agent": plan.Format.Agent(), "mode": r.req.Mode.String(),
 		"source_sha256": plan.Manifest.Source.SHA256, "after_step": r.req.AfterStep,
 		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
+		"boundary_user_prompt_sha256":    promptSHA,
 	}); err != nil {
 		return journalErr(err)
 	}
 	if err := r.journal.Append(result.EventPlanValidated, map[string]any{
+		"profile":    plan.Manifest.Agent.Profile,
 		"tool_calls": plan.Manifest.Boundary.ToolCalls, "batches": len(plan.Manifest.Batches),
 		"stale_calls": len(plan.Stale),
 	}); err != nil {
@@ -198,7 +209,8 @@ func (r *run) allocate() error {
 	}
 	if err := os.Mkdir(outputDir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return configErr("output dir %s already exists; every run needs its own (choose a new --run-id or --output-dir)", outputDir)
+			// An executor error (30), as pVisor reports a reused run id.
+			return fail(result.ExecutorError, "output dir %s already exists; every run needs its own (choose a new --run-id or --output-dir)", outputDir)
 		}
 		return fail(result.WorkspaceError, "output dir: %v", err)
 	}
@@ -221,6 +233,24 @@ func (r *run) allocate() error {
 	r.outputDir = outputDir
 	r.res.OutputDir = &outputDir
 	return nil
+}
+
+// LocationHints are the state and output dirs a request's run has (or
+// would have): <root>/<run id>, absolute. nil when the run id is not known
+// yet or a root cannot be made absolute.
+func LocationHints(req *Request) (stateDir, outputDir *string) {
+	if req == nil || req.RunID == "" || !runIDPattern.MatchString(req.RunID) {
+		return nil, nil
+	}
+	hint := func(root, def string) *string {
+		abs, err := filepath.Abs(orDefault(root, def))
+		if err != nil {
+			return nil
+		}
+		p := filepath.Join(abs, req.RunID)
+		return &p
+	}
+	return hint(req.StateRoot, DefaultStateRoot), hint(req.OutputRoot, DefaultOutputRoot)
 }
 
 // checkDirs refuses state and output roots that would mix with each other
@@ -314,16 +344,51 @@ func (r *run) finishFailure(err error) {
 		f = &Failure{Category: result.InternalError, Message: err.Error()}
 	}
 	r.res.Fail(f.Category, f.Message)
+	if r.outputDir == "" {
+		// Before the run had its output dir: pVisor's reduced object,
+		// with the directories the run would have had.
+		r.res.MarkEarly()
+		r.res.StateDir, r.res.OutputDir = LocationHints(r.req)
+		return
+	}
 	if r.res.Phase == nil {
 		r.res.SetPhase(result.PhasePrepared)
 	}
 	r.res.Metadata["replayed_tool_calls_complete"] = false
 	if r.journal != nil {
 		_ = r.journal.Append(result.EventRunFailed, map[string]any{"category": f.Category, "message": f.Message})
+		if n := finishedSinceStart(r.journal.Path()); n > r.res.ReplayedToolCalls {
+			r.res.ReplayedToolCalls = n
+		}
 	}
 	if r.outputDir != "" {
 		r.writeOutputs()
 	}
+}
+
+// finishedSinceStart counts the distinct calls with a tool_finished record
+// since the last run_started: what pVisor reports as replayed_tool_calls
+// when a run fails after some tools ran.
+func finishedSinceStart(journal string) int {
+	recs, err := result.ReadJournal(journal)
+	if err != nil {
+		return 0
+	}
+	done := map[string]bool{}
+	for i := range recs {
+		switch recs[i].Name() {
+		case result.EventRunStarted:
+			clear(done)
+		case result.EventToolFinished:
+			var p struct {
+				CallID string `json:"call_id"`
+			}
+			if json.Unmarshal(recs[i].Event.Data.Payload, &p) == nil {
+				done[p.CallID] = true
+			}
+		}
+	}
+	return len(done)
 }
 
 // writeOutputs copies the journal and writes result.json; failures here are
@@ -332,8 +397,14 @@ func (r *run) writeOutputs() {
 	if r.journal != nil {
 		dst := filepath.Join(r.outputDir, result.JournalFile)
 		if err := r.journal.CopyTo(dst); err == nil {
-			r.artifact("replay_events", "sandbox-playback/events-v1", dst)
+			r.artifact(RoleEvents, FormatEvents, dst)
 		}
+	}
+	if r.plan != nil {
+		// This process ran the plan; behind an overlay the worker did,
+		// and its result already lists these.
+		r.writeSummary()
+		r.addLogsArtifact()
 	}
 	if err := result.WriteJSON(filepath.Join(r.outputDir, "result.json"), r.res); err != nil {
 		r.res.Metadata["result_write_error"] = fmt.Sprint(err)

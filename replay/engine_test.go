@@ -151,7 +151,7 @@ func TestReplayOnlyComparesAndRebuilds(t *testing.T) {
 	if d := cmp.Diff(want, comps); d != "" {
 		t.Errorf("observation comparison (-want +got):\n%s", d)
 	}
-	rebuilt, _ := os.ReadFile(filepath.Join(out, "native", "reconstructed-session.jsonl"))
+	rebuilt, _ := os.ReadFile(filepath.Join(out, "native", "reconstructed-trajectory.jsonl"))
 	if got := string(rebuilt); got != "{\"id\":\"c1\",\"obs\":\"hello\\n\"}\n{\"id\":\"c2\",\"obs\":\"fresh\\n\"}\n" {
 		t.Errorf("rebuilt session:\n%s", got)
 	}
@@ -185,6 +185,10 @@ func TestReplayExecutorFailureLeavesStateAmbiguous(t *testing.T) {
 	if res.Quality != result.QualityDegraded || res.Metadata["replayed_tool_calls_complete"] != false {
 		t.Errorf("failed run must be degraded and incomplete: %+v", res)
 	}
+	// As pVisor: the calls that finished before the failure (c1).
+	if res.ReplayedToolCalls != 1 {
+		t.Errorf("replayed_tool_calls %d, want 1 (c1 finished before c2 failed)", res.ReplayedToolCalls)
+	}
 	// The same state dir may not be trusted again.
 	res = Run(context.Background(), req("r", "out2"))
 	if res.Failure == nil || res.Failure.Category != result.AmbiguousExecution || result.ExitCode(res.Failure) != 31 ||
@@ -212,7 +216,7 @@ func TestReplayStaleObservationIsReusedAndDegrades(t *testing.T) {
 	if res.Failure != nil || res.Quality != result.QualityDegraded || res.ReplayedToolCalls != 0 {
 		t.Fatalf("stale run: %+v %+v", res.Failure, res)
 	}
-	rebuilt, _ := os.ReadFile(filepath.Join(dir, "out", "b", "native", "reconstructed-session.jsonl"))
+	rebuilt, _ := os.ReadFile(filepath.Join(dir, "out", "b", "native", "reconstructed-trajectory.jsonl"))
 	if !strings.Contains(string(rebuilt), "from the web") {
 		t.Errorf("stale observation not reused: %s", rebuilt)
 	}
@@ -220,17 +224,13 @@ func TestReplayStaleObservationIsReusedAndDegrades(t *testing.T) {
 
 func readEvents(t *testing.T, path string) []string {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	recs, err := result.ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
-	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		var rec struct{ Event string }
-		json.Unmarshal([]byte(l), &rec)
-		if rec.Event != "" {
-			out = append(out, rec.Event)
-		}
+	for i := range recs {
+		out = append(out, recs[i].Name())
 	}
 	return out
 }

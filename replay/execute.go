@@ -32,21 +32,6 @@ type CallComparison struct {
 	Diff            string `json:"diff,omitempty"`
 }
 
-// Summary is replay-summary.json.
-type Summary struct {
-	Agent                  string         `json:"agent"`
-	AfterStep              int            `json:"after_step"`
-	ReplayedToolCalls      int            `json:"replayed_tool_calls"`
-	StaleToolCalls         int            `json:"stale_tool_calls"`
-	ExactObservations      int            `json:"exact_observations"`
-	DifferentObservations  int            `json:"different_observations"`
-	ComparisonIsGating     bool           `json:"comparison_is_gating"`
-	ContinuationStatus     string         `json:"continuation_status"`
-	ContinuedSteps         int            `json:"continued_steps"`
-	BoundaryUserPrompt     map[string]any `json:"boundary_user_prompt"`
-	ReconstructedSessionSH string         `json:"reconstructed_session_sha256,omitempty"`
-}
-
 // replayPrefix re-runs the calls of steps 1..N, rebuilds the native session
 // with the fresh observations and compares them with the recorded ones.
 func (r *run) replayPrefix(ctx context.Context) error {
@@ -135,18 +120,8 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	if len(p.Stale) > 0 {
 		r.res.Quality = result.QualityDegraded
 	}
-	summary := Summary{Agent: p.Format.Agent(), AfterStep: r.req.AfterStep, ReplayedToolCalls: r.res.ReplayedToolCalls,
-		StaleToolCalls: len(p.Stale), ContinuationStatus: "not_started", ReconstructedSessionSH: sum,
-		BoundaryUserPrompt: r.res.Metadata["boundary_user_prompt"].(map[string]any)}
-	for _, c := range comps {
-		if c.Exact {
-			summary.ExactObservations++
-		} else {
-			summary.DifferentObservations++
-		}
-	}
-	r.summary = &summary
-	return r.writeJSONArtifact("replay-summary.json", "replay_summary", "sandbox-playback/summary-v1", summary)
+	r.summary = r.newSummary(comps, sum)
+	return nil
 }
 
 // normalizer masks what differs between runs however faithful the replay:
@@ -215,16 +190,9 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	if err := rp.Rebuild(&sb, src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh); err != nil {
 		return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), err)
 	}
-	nativeDir := filepath.Join(r.outputDir, "native")
-	if err := os.MkdirAll(nativeDir, 0o700); err != nil {
-		return "", fail(result.WorkspaceError, "native dir: %v", err)
-	}
-	ext := trajectory.RebuildExt(p.Format, p.Trajectory)
-	path := filepath.Join(nativeDir, "reconstructed-session."+ext)
-	if err := result.WriteFile(path, []byte(sb.String())); err != nil {
+	if _, err := r.nativeArtifact(nativeReconstructed, trajectory.RebuildExt(p.Format, p.Trajectory), []byte(sb.String())); err != nil {
 		return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
 	}
-	r.artifact("native_reconstructed_session", p.Format.Agent()+"/native-"+ext, path)
 	r.rebuilt = []byte(sb.String())
 	h := sha256.Sum256(r.rebuilt)
 	sum := hex.EncodeToString(h[:])

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -47,13 +48,18 @@ type Manifest struct {
 	Batches       []ManifestBatch `json:"batches"`
 }
 
-// ManifestAgent names the agent and the version recorded in the file.
+// ManifestAgent names the agent, the version recorded in the file (null
+// when the file records none) and the profile the plan was read with.
 type ManifestAgent struct {
-	Name    string `json:"name"`
-	Version string `json:"version"`
+	Name    string  `json:"name"`
+	Version *string `json:"version"`
+	// Profile names how the trajectory was read: the agent as pVisor
+	// names it and the native sub-format, e.g. "claude-code/session-jsonl".
+	Profile string `json:"profile"`
 }
 
-// ManifestSource identifies the exact input bytes.
+// ManifestSource identifies the exact input bytes. Path is canonical
+// (absolute, symbolic links of its directories resolved), as pVisor writes it.
 type ManifestSource struct {
 	Path   string `json:"path"`
 	SHA256 string `json:"sha256"`
@@ -67,10 +73,13 @@ type Boundary struct {
 	ToolCalls         int  `json:"tool_calls"`
 }
 
-// ManifestBatch is one step of the prefix.
+// ManifestBatch is one step of the prefix. NativeLocator is a string, as
+// in pVisor's manifest ("lines 4-7", "events 3-6"); Locator is ours, with
+// the unit, the record range and the byte range.
 type ManifestBatch struct {
 	Ordinal       int                `json:"ordinal"`
-	NativeLocator trajectory.Locator `json:"native_locator"`
+	NativeLocator string             `json:"native_locator"`
+	Locator       trajectory.Locator `json:"locator"`
 	ToolCalls     []ManifestCall     `json:"tool_calls"`
 }
 
@@ -88,16 +97,20 @@ func OpenTrajectory(path string) (*os.File, int64, error) {
 	st, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, 0, fail(result.TrajectoryError, "trajectory %s does not exist", path)
+		// A configuration error, as pVisor classifies it: the request
+		// names a file that is not there (exit 2).
+		return nil, 0, fail(result.ConfigurationError, "trajectory does not exist: %s", path)
 	case err != nil:
 		return nil, 0, fail(result.TrajectoryError, "trajectory %s: %v", path, err)
 	case st.Mode()&fs.ModeSymlink != 0:
 		target, _ := os.Readlink(path)
 		return nil, 0, fail(result.TrajectoryError, "trajectory %s is a symbolic link (to %s); pass the file itself so the bytes hashed are the bytes replayed", path, target)
 	case st.IsDir():
-		return nil, 0, fail(result.TrajectoryError, "trajectory %s is a directory; pass the session file inside it", path)
+		// Configuration errors, as pVisor's "trajectory does not exist"
+		// for anything but a file.
+		return nil, 0, fail(result.ConfigurationError, "trajectory %s is a directory; pass the session file inside it", path)
 	case !st.Mode().IsRegular():
-		return nil, 0, fail(result.TrajectoryError, "trajectory %s is not a regular file", path)
+		return nil, 0, fail(result.ConfigurationError, "trajectory %s is not a regular file", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -110,7 +123,7 @@ func OpenTrajectory(path string) (*os.File, int64, error) {
 // boundary and the prefix tools, and builds the manifest.
 func BuildPlan(req *Request) (*Plan, error) {
 	// Only a replay compares observations; a plan needs just their shape.
-	opts := trajectory.Options{SkipObservationContent: req.Mode == PrepareOnly}
+	opts := trajectory.Options{SkipObservationContent: req.Mode == PrepareOnly, Instance: req.Instance}
 	format, ok := lookupFormat(req.Agent)
 	if !ok {
 		return nil, fail(result.ConfigurationError, "unknown agent %q (supported: %s)", req.Agent, strings.Join(agentNames(), ", "))
@@ -153,6 +166,11 @@ func BuildPlan(req *Request) (*Plan, error) {
 	if err := trajectory.CheckBoundary(t, req.AfterStep); err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}
+	if rc, ok := format.(trajectory.RebuildChecker); ok && req.Mode != PrepareOnly {
+		if err := rc.CheckRebuild(t); err != nil {
+			return nil, decodeFailure(req.Trajectory, err)
+		}
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fail(result.TrajectoryError, "trajectory %s: %v", req.Trajectory, err)
@@ -169,8 +187,8 @@ func BuildPlan(req *Request) (*Plan, error) {
 	}
 	m := Manifest{
 		SchemaVersion: ManifestSchema,
-		Agent:         ManifestAgent{Name: format.Agent(), Version: t.Version},
-		Source:        ManifestSource{Path: req.Trajectory, SHA256: sum},
+		Agent:         ManifestAgent{Name: format.Agent(), Version: optional(t.Version), Profile: Profile(format.Agent(), t.Format)},
+		Source:        ManifestSource{Path: canonicalPath(req.Trajectory), SHA256: sum},
 		Boundary: Boundary{AfterStep: req.AfterStep, CompleteToolBatch: true,
 			PrefixModelTurns: format.PrefixModelTurns(t, req.AfterStep)},
 		Batches: []ManifestBatch{},
@@ -179,7 +197,7 @@ func BuildPlan(req *Request) (*Plan, error) {
 		if a.Step > req.AfterStep {
 			break
 		}
-		b := ManifestBatch{Ordinal: a.Step, NativeLocator: a.Locator}
+		b := ManifestBatch{Ordinal: a.Step, NativeLocator: a.Locator.String(), Locator: a.Locator}
 		for i, c := range a.Calls {
 			b.ToolCalls = append(b.ToolCalls, ManifestCall{Ordinal: i + 1, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -189,6 +207,39 @@ func BuildPlan(req *Request) (*Plan, error) {
 	p.Manifest = m
 	keep = true
 	return p, nil
+}
+
+// Profile names how a trajectory of agent in sub-format was read.
+func Profile(agent, subFormat string) string {
+	label := agent
+	if l, ok := nativeLayouts[agent]; ok {
+		label = l.label
+	}
+	if subFormat == "" {
+		return label
+	}
+	return label + "/" + subFormat
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// canonicalPath is path made absolute with the symbolic links of its
+// directories resolved (the file itself is never a link: OpenTrajectory
+// refuses those). On an error the absolute path is the best there is.
+func canonicalPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
 }
 
 // Source returns the trajectory BuildPlan decoded and hashed, from the same

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
 	"path/filepath"
 
 	"github.com/pvisor/pvisor/result"
@@ -18,12 +17,8 @@ func (r *run) writePlan() error {
 	if err := result.WriteJSON(manifest, p.Manifest); err != nil {
 		return fail(result.WorkspaceError, "manifest: %v", err)
 	}
-	r.artifact("playback_plan", "sandbox-playback/plan-v1", manifest)
+	r.artifact(RolePlan, FormatPlan, manifest)
 
-	nativeDir := filepath.Join(r.outputDir, "native")
-	if err := os.Mkdir(nativeDir, 0o700); err != nil {
-		return fail(result.WorkspaceError, "native dir: %v", err)
-	}
 	src, err := p.Source()
 	if err != nil {
 		return err
@@ -32,11 +27,9 @@ func (r *run) writePlan() error {
 	if err := p.Format.WritePrefix(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep); err != nil {
 		return decodeFailure(r.req.Trajectory, err)
 	}
-	prefix := filepath.Join(nativeDir, "prepared-prefix."+trajectory.PrefixExt(p.Format, p.Trajectory))
-	if err := result.WriteFile(prefix, buf.Bytes()); err != nil {
+	if _, err := r.nativeArtifact(nativePrepared, trajectory.PrefixExt(p.Format, p.Trajectory), buf.Bytes()); err != nil {
 		return fail(result.WorkspaceError, "prepared prefix: %v", err)
 	}
-	r.artifact("native_prepared_prefix", p.Format.Agent()+"/native-"+trajectory.PrefixExt(p.Format, p.Trajectory), prefix)
 	sum := sha256.Sum256(buf.Bytes())
 	if err := r.journal.Append(result.EventSessionPrepared, map[string]any{"sha256": hex.EncodeToString(sum[:])}); err != nil {
 		return journalErr(err)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
 )
 
@@ -147,10 +148,10 @@ func TestReplayRecordedSessions(t *testing.T) {
 						changed++
 					}
 				}
-				prefix := readNative(t, out, "prepared-prefix")
+				prefix := readNative(t, out, RolePreparedPrefix)
 				// Structured fields (file paths in metadata) name the
 				// workspace the replay ran in; map it back first.
-				rebuilt := []byte(strings.ReplaceAll(string(readNative(t, out, "reconstructed-session")), ws, recordedCwd(t, rs.agent, session)))
+				rebuilt := []byte(strings.ReplaceAll(string(readNative(t, out, RoleReconstructed)), ws, recordedCwd(t, rs.agent, session)))
 				pl, rl := lines(prefix), lines(rebuilt)
 				if len(pl) != len(rl) {
 					t.Fatalf("after-step %d: rebuilt session has %d lines, prefix %d", step, len(rl), len(pl))
@@ -245,17 +246,27 @@ func recordedCwd(t *testing.T, agent, path string) string {
 	return tr.Cwd
 }
 
-func readNative(t *testing.T, out, name string) []byte {
+// readNative reads the native file the run's result lists under role.
+func readNative(t *testing.T, out, role string) []byte {
 	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(out, "native", name+".*"))
-	if len(m) != 1 {
-		t.Fatalf("native/%s.*: %v", name, m)
-	}
-	data, err := os.ReadFile(m[0])
+	var res result.Result
+	data, err := os.ReadFile(filepath.Join(out, "result.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return data
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range res.Artifacts {
+		if a.Role == role {
+			if data, err = os.ReadFile(a.Path); err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}
+	}
+	t.Fatalf("no %s artifact in %s", role, data)
+	return nil
 }
 
 func lines(b []byte) []string {

@@ -38,10 +38,16 @@ func (m Mode) String() string {
 
 // Request is one replay, whether it came from flags or from a TOML file.
 type Request struct {
-	Agent                  string
-	Trajectory             string
-	AfterStep              int
-	MaxSteps               int // total action budget including the prefix; 0 = no limit
+	Agent      string
+	Trajectory string
+	// Instance picks one instance (instance_id) of an OpenHands
+	// evaluation output.jsonl holding several.
+	Instance  string `json:",omitempty"`
+	AfterStep int
+	MaxSteps  int // total action budget including the prefix; 0 = no limit
+	// MaxStepsSet says max_steps was given, so an explicit 0 is refused as
+	// pVisor refuses it rather than read as "no limit".
+	MaxStepsSet            bool `json:",omitempty"`
 	Mode                   Mode
 	AllowStaleObservations bool
 	BoundaryUserPrompt     string
@@ -51,10 +57,16 @@ type Request struct {
 	StateRoot              string
 	OutputRoot             string
 	AgentEntrypoint        string
-	AgentArgs              []string
-	AllowUntestedVersion   bool
-	DisableThinking        bool
-	Upstream               string
+	// AgentRuntime is a directory holding sandbox-playback-agent.json,
+	// which names the entrypoint and its version (pVisor's --agent-runtime).
+	AgentRuntime string `json:",omitempty"`
+	AgentArgs    []string
+	// DisallowedTools are Claude Code tools the continued agent may not
+	// use (--disallowedTools), as pVisor's agent.disallowed_tools.
+	DisallowedTools      []string `json:",omitempty"`
+	AllowUntestedVersion bool
+	DisableThinking      bool
+	Upstream             string
 	// UpstreamModel is the model name sent to an openai-chat upstream that
 	// serves Claude Code (whose own model names such servers do not know).
 	UpstreamModel string
@@ -108,8 +120,8 @@ func (r *Request) Validate() error {
 		return configErr("--trajectory is required")
 	case r.AfterStep < 1:
 		return configErr("--after-step %d: steps are numbered from 1 (run 'pvisor inspect %s' to list them)", r.AfterStep, r.Trajectory)
-	case r.MaxSteps < 0:
-		return configErr("--max-steps %d: must be positive (or 0 for no limit)", r.MaxSteps)
+	case r.MaxSteps < 0 || r.MaxSteps == 0 && r.MaxStepsSet:
+		return configErr("--max-steps %d: max_steps must be positive (omit it for no limit)", r.MaxSteps)
 	case r.RunID != "" && !runIDPattern.MatchString(r.RunID):
 		return configErr("--run-id %q: may contain only letters, digits, '-' and '_'", r.RunID)
 	case strings.ContainsAny(r.SessionID, "\x00\r\n"):
@@ -122,10 +134,6 @@ func (r *Request) Validate() error {
 	// Accepted for compatibility with existing configs, but not built yet:
 	// refusing beats silently running without them.
 	switch {
-	case r.DisableThinking:
-		return configErr("--disable-thinking (disable_thinking) is not supported yet; remove it")
-	case r.SessionID != "":
-		return configErr("--session-id (session_id) is not supported yet; remove it")
 	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off" && r.Overlaynet.Mode != "deny":
 		return configErr("[overlaynet] mode %q is not supported; use \"off\" (tools share the host network) or \"deny\" (tools see only their own loopback)", r.Overlaynet.Mode)
 	case r.Overlaynet.Policy != "":
@@ -137,6 +145,15 @@ func (r *Request) Validate() error {
 		if _, err := bridge.ParseProtocol(r.Upstream); err != nil {
 			return configErr("--upstream: %v, or %s", err, UpstreamRecorded)
 		}
+	}
+	if r.AgentEntrypoint != "" && r.AgentRuntime != "" {
+		return configErr("agent entrypoint and agent runtime are mutually exclusive")
+	}
+	if err := r.checkDisallowedTools(); err != nil {
+		return err
+	}
+	if r.Instance != "" && r.Agent != "openhands" {
+		return configErr("--instance selects an instance of an OpenHands output.jsonl; %s sessions hold one session per file", r.Agent)
 	}
 	if _, ok := lookupFormat(r.Agent); !ok {
 		return configErr("unknown agent %q (supported: %s)", r.Agent, strings.Join(agentNames(), ", "))
@@ -162,4 +179,28 @@ func (f *Failure) Error() string { return f.Message }
 
 func fail(category, format string, args ...any) *Failure {
 	return &Failure{Category: category, Message: fmt.Sprintf(format, args...)}
+}
+
+var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// checkDisallowedTools validates --agent-disallowed-tool as pVisor does:
+// claude-code only, names of letters, digits, '_' and '-', no duplicates.
+func (r *Request) checkDisallowedTools() error {
+	if len(r.DisallowedTools) == 0 {
+		return nil
+	}
+	if r.Agent != "claude-code" {
+		return configErr("--agent-disallowed-tool: disallowed_tools is supported only for claude-code")
+	}
+	seen := map[string]bool{}
+	for _, t := range r.DisallowedTools {
+		if !toolNamePattern.MatchString(t) {
+			return configErr("--agent-disallowed-tool: invalid disallowed tool name %q", t)
+		}
+		if seen[t] {
+			return configErr("--agent-disallowed-tool: duplicate disallowed tool %q", t)
+		}
+		seen[t] = true
+	}
+	return nil
 }

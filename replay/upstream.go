@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sync/atomic"
 
 	"github.com/pvisor/pvisor/bridge"
@@ -38,6 +39,13 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 	meta := map[string]any{"kind": name, "protocol": string(l.Protocol())}
 	var up bridge.Upstream
 	if name == UpstreamRecorded {
+		off, err := r.disableThinking(r.plan.Format.Agent(), "")
+		if err != nil {
+			return nil, nil, err
+		}
+		if off.effect != "" {
+			meta["disable_thinking"] = off.effect
+		}
 		replies, err := l.Replies(c)
 		if err != nil {
 			return nil, nil, fail(result.ConfigurationError, "--upstream recorded: %v", err)
@@ -57,7 +65,16 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 		if err != nil {
 			return nil, nil, configErr("--upstream: %v, or %s", err, UpstreamRecorded)
 		}
-		cfg := bridge.UpstreamConfig{Protocol: p}.FillFromEnv(os.Getenv)
+		off, err := r.disableThinking(r.plan.Format.Agent(), p)
+		if err != nil {
+			return nil, nil, err
+		}
+		if off.effect != "" {
+			meta["disable_thinking"] = off.effect
+		}
+		c.AgentArgs = append(slices.Clone(c.AgentArgs), off.args...)
+		cfg := bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.fields}.FillFromEnv(os.Getenv)
+		meta["session_id"] = r.sessionID()
 		switch {
 		case p == bridge.Chat && l.Protocol() == bridge.Anthropic:
 			// Claude Code on an OpenAI-compatible server (vLLM, LiteLLM):
@@ -119,4 +136,24 @@ type activeBody struct {
 func (b activeBody) Read(p []byte) (int, error) {
 	b.activity.Add(1)
 	return b.ReadCloser.Read(p)
+}
+
+// RouterSessionHeader carries the model-router session key upstream, as
+// pVisor sends it (LiteLLM routes and bills by it).
+const RouterSessionHeader = "X-LiteLLM-Session-ID"
+
+// sessionID is the model-router key: --session-id, else the run id; never
+// the native session id, which a router would mix across replays of the
+// same recording.
+func (r *run) sessionID() string {
+	if r.req.SessionID != "" {
+		return r.req.SessionID
+	}
+	return r.req.RunID
+}
+
+func (r *run) routerHeaders() http.Header {
+	h := http.Header{}
+	h.Set(RouterSessionHeader, r.sessionID())
+	return h
 }

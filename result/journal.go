@@ -3,6 +3,7 @@ package result
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +16,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// JournalFormat names the journal's line format, written in its header.
-const JournalFormat = "pvisor.journal/v1"
+// JournalFormat names the journal's line format, written in its header:
+// pVisor's trace journal, so readers written for it (which look at
+// event.data.name and event.data.payload) read ours unchanged.
+const JournalFormat = "pvisor.trace/5"
+
+// traceVersion is the event schema version the header's format carries.
+const traceVersion = 5
+
+// JournalProducer is the producer every event names, as pVisor's replay.
+const JournalProducer = "pvisor-replay"
 
 // JournalFile is the journal's name in the state and output dirs.
 const JournalFile = "replay-events.jsonl"
@@ -36,24 +45,72 @@ const (
 // Journal is the append-only, fsync'd record of what a run did, kept in the
 // state dir. It is what makes a crashed run detectable: a tool that started
 // and never finished may have changed the workspace halfway.
+//
+// Each line after the header is a pVisor trace Record: the event's position
+// in this journal (a 0-based offset, contiguous) and the event, an
+// observation fact of domain "replay" whose name and payload are the
+// journal events below. Each writer is one trace; its events chain by
+// caused_by.
 type Journal struct {
-	f    *os.File
-	lock *os.File
-	path string
-	seq  int
-	now  func() time.Time
+	f     *os.File
+	lock  *os.File
+	path  string
+	id    string // the journal's id, from its header
+	trace string // this writer's trace id
+	next  uint64 // offset of the next record
+	cause string // id of the last event this writer appended
+	now   func() time.Time
 }
 
 // Record is one journal line.
 type Record struct {
-	Seq   int             `json:"seq"`
-	Time  string          `json:"time"`
-	Event string          `json:"event"`
-	Data  json.RawMessage `json:"data,omitempty"`
+	Position Position `json:"position"`
+	Event    Event    `json:"event"`
+}
+
+// Position is where a record sits in its journal.
+type Position struct {
+	Journal string `json:"journal"`
+	Offset  uint64 `json:"offset"`
+}
+
+// Event is a pVisor trace event; the journal writes only observations.
+type Event struct {
+	Version          int      `json:"version"`
+	ID               string   `json:"id"`
+	TraceID          string   `json:"trace_id"`
+	Producer         string   `json:"producer"`
+	ObservedAtUnixMS int64    `json:"observed_at_unix_ms"`
+	Scope            []string `json:"scope"`
+	Context          *string  `json:"context"`
+	Operation        *string  `json:"operation"`
+	CausedBy         []string `json:"caused_by"`
+	Level            string   `json:"level"`
+	Granularity      string   `json:"granularity"`
+	Data             Fact     `json:"data"`
+}
+
+// Fact is an observation fact: a named, versioned payload of a domain.
+type Fact struct {
+	Fact    string          `json:"fact"`
+	Domain  string          `json:"domain"`
+	Name    string          `json:"name"`
+	Version int             `json:"version"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Name is the record's journal event name ("" for a fact of another
+// domain, which the journal never writes).
+func (r *Record) Name() string {
+	if r.Event.Data.Fact != "observation" || r.Event.Data.Domain != "replay" {
+		return ""
+	}
+	return r.Event.Data.Name
 }
 
 type header struct {
-	Format string `json:"format"`
+	Format  string `json:"format"`
+	Journal string `json:"journal"`
 }
 
 // AmbiguousError reports tool calls that started in an earlier run and have
@@ -78,7 +135,7 @@ func OpenJournal(stateDir string) (*Journal, error) {
 		lock.Close()
 		return nil, fmt.Errorf("state dir %s is in use by another pvisor run", stateDir)
 	}
-	j := &Journal{lock: lock, path: filepath.Join(stateDir, JournalFile), now: time.Now}
+	j := &Journal{lock: lock, path: filepath.Join(stateDir, JournalFile), now: time.Now, trace: newID()}
 	if err := j.open(); err != nil {
 		j.Close()
 		return nil, err
@@ -92,10 +149,11 @@ func (j *Journal) open() error {
 		return err
 	}
 	j.f = f
-	recs, good, err := readRecords(f)
+	id, recs, good, err := readRecords(f)
 	if err != nil {
 		return err
 	}
+	j.id = id
 	if err := f.Truncate(good); err != nil {
 		return err
 	}
@@ -103,7 +161,8 @@ func (j *Journal) open() error {
 		return err
 	}
 	if good == 0 {
-		line, _ := json.Marshal(header{Format: JournalFormat})
+		j.id = newID()
+		line, _ := json.Marshal(header{Format: JournalFormat, Journal: j.id})
 		if _, err := f.Write(append(line, '\n')); err != nil {
 			return err
 		}
@@ -111,41 +170,55 @@ func (j *Journal) open() error {
 			return err
 		}
 	}
-	if len(recs) > 0 {
-		j.seq = recs[len(recs)-1].Seq
-	}
+	j.next = uint64(len(recs))
 	if calls := Unfinished(recs); len(calls) > 0 {
 		return &AmbiguousError{Calls: calls}
 	}
 	return nil
 }
 
-// readRecords reads the journal and returns its records and the length of
-// its intact part: a final line without a newline is a write the crash cut.
-func readRecords(r io.Reader) ([]Record, int64, error) {
+// ReadJournal reads a journal (or its copy in the output dir).
+func ReadJournal(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	_, recs, _, err := readRecords(f)
+	return recs, err
+}
+
+// readRecords reads the journal and returns its id, its records and the
+// length of its intact part: a final line without a newline is a write the
+// crash cut.
+func readRecords(r io.Reader) (string, []Record, int64, error) {
 	br := bufio.NewReader(r)
 	var recs []Record
 	var good int64
+	var id string
 	first := true
 	for {
 		line, err := br.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
-			return recs, good, nil // an unterminated tail is dropped
+			return id, recs, good, nil // an unterminated tail is dropped
 		}
 		if err != nil {
-			return nil, 0, err
+			return "", nil, 0, err
 		}
 		body := bytes.TrimSpace(line)
 		if first {
 			var h header
-			if json.Unmarshal(body, &h) != nil || h.Format != JournalFormat {
-				return nil, 0, fmt.Errorf("journal has an unknown header %.80q; it was not written by this pvisor (use a fresh --state-dir)", body)
+			if json.Unmarshal(body, &h) != nil || h.Format != JournalFormat || h.Journal == "" {
+				return "", nil, 0, fmt.Errorf("journal has an unknown header %.80q; it was not written by this pvisor (use a fresh --state-dir)", body)
 			}
-			first = false
+			id, first = h.Journal, false
 		} else {
 			var rec Record
 			if err := json.Unmarshal(body, &rec); err != nil {
-				return nil, 0, fmt.Errorf("journal record at byte %d is corrupt: %v (use a fresh --state-dir)", good, err)
+				return "", nil, 0, fmt.Errorf("journal record at byte %d is corrupt: %v (use a fresh --state-dir)", good, err)
+			}
+			if rec.Position.Journal != id || rec.Position.Offset != uint64(len(recs)) {
+				return "", nil, 0, fmt.Errorf("journal record at byte %d is out of place (journal %q offset %d); use a fresh --state-dir", good, rec.Position.Journal, rec.Position.Offset)
 			}
 			recs = append(recs, rec)
 		}
@@ -158,14 +231,15 @@ func readRecords(r io.Reader) ([]Record, int64, error) {
 func Unfinished(recs []Record) []string {
 	open := map[string]bool{}
 	for _, r := range recs {
-		if r.Event != EventToolStarted && r.Event != EventToolFinished {
+		name := r.Name()
+		if name != EventToolStarted && name != EventToolFinished {
 			continue
 		}
 		var d struct {
 			CallID string `json:"call_id"`
 		}
-		_ = json.Unmarshal(r.Data, &d)
-		if r.Event == EventToolStarted {
+		_ = json.Unmarshal(r.Event.Data.Payload, &d)
+		if name == EventToolStarted {
 			open[d.CallID] = true
 		} else {
 			delete(open, d.CallID)
@@ -182,20 +256,47 @@ func Unfinished(recs []Record) []string {
 // Append writes one event and fsyncs it before returning, so a crash right
 // after a tool starts still leaves the tool_started record on disk.
 func (j *Journal) Append(event string, data any) error {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return err
+	payload := []byte("{}")
+	if data != nil {
+		raw, err := json.Marshal(data)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(raw, []byte("null")) {
+			payload = raw
+		}
 	}
-	j.seq++
-	rec := Record{Seq: j.seq, Time: j.now().UTC().Format(time.RFC3339Nano), Event: event, Data: raw}
-	line, err := json.Marshal(rec)
+	ev := Event{Version: traceVersion, ID: newID(), TraceID: j.trace, Producer: JournalProducer,
+		ObservedAtUnixMS: j.now().UnixMilli(), Scope: []string{"replay", j.trace}, CausedBy: []string{},
+		Level: "info", Granularity: "operation",
+		Data: Fact{Fact: "observation", Domain: "replay", Name: event, Version: 1, Payload: payload}}
+	if j.cause != "" {
+		ev.CausedBy = []string{j.cause}
+	}
+	line, err := json.Marshal(Record{Position: Position{Journal: j.id, Offset: j.next}, Event: ev})
 	if err != nil {
 		return err
 	}
 	if _, err := j.f.Write(append(line, '\n')); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	return j.f.Sync()
+	if err := j.f.Sync(); err != nil {
+		return err
+	}
+	j.next++
+	j.cause = ev.ID
+	return nil
+}
+
+// newID is a random (version 4) UUID.
+func newID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // Path is the journal file's path.

@@ -1,6 +1,7 @@
 package result
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -62,7 +63,7 @@ func TestJournalRepairsTornTail(t *testing.T) {
 	j.Close()
 	path := filepath.Join(dir, JournalFile)
 	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString(`{"seq":2,"event":"tool_sta`)
+	f.WriteString(`{"position":{"journal":"x","offset":1},"event":{"version":5,"id":"tool_sta`)
 	f.Close()
 
 	j, err = OpenJournal(dir)
@@ -75,7 +76,7 @@ func TestJournalRepairsTornTail(t *testing.T) {
 	j.Close()
 	data, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) != 3 || !strings.Contains(lines[2], `"seq":2`) || !strings.Contains(lines[2], EventRunFinished) {
+	if len(lines) != 3 || !strings.Contains(lines[2], `"offset":1}`) || !strings.Contains(lines[2], `"name":"`+EventRunFinished+`"`) {
 		t.Fatalf("journal after repair:\n%s", data)
 	}
 }
@@ -129,5 +130,29 @@ func TestExitCodes(t *testing.T) {
 	}
 	if ExitCode(nil) != 0 {
 		t.Error("success must exit 0")
+	}
+}
+
+// A result line read back keeps what it said, an early failure's null
+// quality included.
+func TestResultRoundTrip(t *testing.T) {
+	for _, early := range []bool{false, true} {
+		r := New("r1", "codex")
+		r.Fail(ConfigurationError, "bad")
+		if early {
+			r.MarkEarly()
+		} else {
+			r.SetPhase(PhasePrepared)
+		}
+		var back Result
+		if err := json.Unmarshal(r.Line(), &back); err != nil {
+			t.Fatal(err)
+		}
+		if string(back.Line()) != string(r.Line()) {
+			t.Errorf("early=%v: %s\nread back as %s", early, r.Line(), back.Line())
+		}
+		if strings.Contains(string(r.Line()), `"quality":null`) != early {
+			t.Errorf("early=%v: %s", early, r.Line())
+		}
 	}
 }

@@ -2,6 +2,11 @@
 // journal and the JSON artifacts a run leaves behind, all written atomically.
 package result
 
+import (
+	"bytes"
+	"encoding/json"
+)
+
 // SchemaVersion is the result contract shared with existing sandbox-playback tooling.
 const SchemaVersion = "sandbox-playback.result/v3"
 
@@ -25,6 +30,7 @@ const (
 	LaunchPrepareOnly = "prepare_only"
 	LaunchExplicit    = "explicit_entrypoint"
 	LaunchPath        = "path"
+	LaunchRuntime     = "runtime_manifest"
 )
 
 // Result is printed as one JSON line on stdout and saved as result.json. The
@@ -47,6 +53,8 @@ type Result struct {
 	Failure           *Failure       `json:"failure"`
 	Retryable         bool           `json:"retryable"`
 	Metadata          map[string]any `json:"metadata"`
+
+	early bool // failed before the run had directories (see MarkEarly)
 }
 
 // Agent identifies the agent a run is for.
@@ -55,6 +63,8 @@ type Agent struct {
 	Version      *string `json:"version"`
 	Entrypoint   *string `json:"entrypoint"`
 	LaunchSource string  `json:"launch_source"`
+	// DisallowedTools are the tools the continued agent was denied.
+	DisallowedTools []string `json:"disallowed_tools"`
 }
 
 // Artifact is one file or directory a run produced.
@@ -78,10 +88,57 @@ func New(runID, agent string) *Result {
 		Quality:       QualityDegraded,
 		AgentStatus:   AgentNotStarted,
 		RunID:         runID,
-		Agent:         Agent{Type: agent, LaunchSource: LaunchPrepareOnly},
+		Agent:         Agent{Type: agent, LaunchSource: LaunchPrepareOnly, DisallowedTools: []string{}},
 		Artifacts:     []Artifact{},
 		Metadata:      map[string]any{},
 	}
+}
+
+// MarkEarly marks a failure that came before the run allocated its state
+// and output directories. pVisor prints its reduced object then, with phase
+// and quality null; ours keeps the other v3 fields too (additions a reader
+// of the reduced object ignores).
+func (r *Result) MarkEarly() {
+	r.early = true
+	r.Phase = nil
+}
+
+// MarshalJSON writes quality as null for an early failure.
+func (r *Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	var v any = (*plain)(r)
+	if r.early {
+		v = struct {
+			*plain
+			Quality *string `json:"quality"`
+		}{plain: (*plain)(r)}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// UnmarshalJSON reads a result line back (the overlay worker's): a null
+// quality is an early failure's.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	type plain Result
+	aux := struct {
+		*plain
+		Quality *string `json:"quality"`
+	}{plain: (*plain)(r)}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	r.early = aux.Quality == nil
+	r.Quality = ""
+	if aux.Quality != nil {
+		r.Quality = *aux.Quality
+	}
+	return nil
 }
 
 // SetPhase sets the phase.

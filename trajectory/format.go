@@ -38,6 +38,10 @@ type Options struct {
 	// SkipObservationContent leaves Observation.Content empty, for callers
 	// (inspect, prepare) that only need the shape of the session.
 	SkipObservationContent bool
+	// Instance picks one record of a file holding several sessions (the
+	// instance_id of an OpenHands evaluation output.jsonl line); "" means
+	// the file must hold one.
+	Instance string
 }
 
 // Kind classifies a decode failure; the command maps it to an exit code.

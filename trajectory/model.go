@@ -36,6 +36,18 @@ type Trajectory struct {
 	TornTail *TornTail
 	// Lines is the number of physical lines (JSONL) or top-level records read.
 	Lines int
+	// Offset is where the decoded record starts in the file when it is one
+	// of several (Options.Instance); locators count from there.
+	Offset int64 `json:",omitempty"`
+	// Joined lists lines holding several records with no newline between
+	// them, which the agent's own loader skips (and so does the decoder).
+	Joined []JoinedLine `json:",omitempty"`
+}
+
+// JoinedLine is one skipped line of joined records.
+type JoinedLine struct {
+	Line    int `json:"line"`
+	Records int `json:"records"`
 }
 
 // TornTail describes an ignored, unterminated final line.
@@ -79,6 +91,10 @@ type ToolCall struct {
 	// Observation is nil while the call has no result in the file.
 	Observation *Observation
 	Locator     Locator // the record(s) that hold the call
+	// Cwd is the working directory the agent recorded for this call, ""
+	// when the format does not record one per call (Claude Code writes the
+	// shell's directory on every entry).
+	Cwd string
 }
 
 // Observation is what the tool returned, as the model saw it.

@@ -24,6 +24,14 @@ type Replayer interface {
 	Rebuild(w io.Writer, src io.ReaderAt, size int64, t *Trajectory, afterStep int, fresh map[string]Fresh) error
 }
 
+// RebuildChecker is implemented by Replayers that cannot rebuild every
+// trajectory they decode (Pi's --mode json event stream has no session file
+// to rebuild). The engine asks before the first tool runs, so no mode runs a
+// tool and then finds it cannot finish.
+type RebuildChecker interface {
+	CheckRebuild(t *Trajectory) error
+}
+
 // ToolEnv is what a tool session needs from the engine.
 type ToolEnv struct {
 	// Workspace is where the tools run now; OriginalCwd is the directory

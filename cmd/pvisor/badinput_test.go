@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pvisor/pvisor/result"
 )
 
 // Minimal Claude Code session: a prompt, one Bash call and its result, a
@@ -67,18 +69,68 @@ func badCases() []badCase {
 		{name: "boundary on text-only session", agent: "claude-code", content: strings.SplitAfter(claudeBase, "\n")[0] + strings.Replace(strings.SplitAfter(claudeBase, "\n")[3], `"parentUuid":"u2"`, `"parentUuid":"u1"`, 1), wantExit: 10, wantMsg: "0 complete steps"},
 		{name: "wrong agent", agent: "claude-code", content: codexBase, wantExit: 10, wantMsg: "looks like a codex session"},
 		{name: "unknown agent", agent: "gemini", content: claudeBase, wantExit: 2, wantMsg: "unknown agent"},
-		{name: "missing trajectory file", agent: "claude-code", raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}/nope.jsonl", "--after-step", "1"}, wantExit: 10, wantMsg: "does not exist"},
+		{name: "missing trajectory file", agent: "claude-code", raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}/nope.jsonl", "--after-step", "1"}, wantExit: 2, wantCat: "configuration_error", wantMsg: "trajectory does not exist"},
 		{name: "symlink as trajectory", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) { os.Symlink(traj, filepath.Join(dir, "link.jsonl")) },
 			raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}/link.jsonl", "--after-step", "1", "--state-dir", "{dir}/state", "--output-dir", "{dir}/out"}, wantExit: 10, wantMsg: "symbolic link"},
-		{name: "directory as trajectory", agent: "claude-code", raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}", "--after-step", "1"}, wantExit: 10, wantMsg: "is a directory"},
+		{name: "directory as trajectory", agent: "claude-code", raw: []string{"--prepare-only", "--agent", "claude-code", "--trajectory", "{dir}", "--after-step", "1"}, wantExit: 2, wantCat: "configuration_error", wantMsg: "is a directory"},
 		{name: "conflicting modes", agent: "claude-code", content: claudeBase, args: []string{"--replay-only"}, wantExit: 2, wantMsg: "mutually exclusive"},
 		{name: "unknown flag", agent: "claude-code", content: claudeBase, args: []string{"--after-stpe", "1"}, wantExit: 2, wantMsg: "after-stpe"},
 		{name: "after-step not a number", agent: "claude-code", content: claudeBase, args: []string{"--after-step", "two"}, wantExit: 2, wantMsg: "after-step"},
+		{name: "after-step hexadecimal", agent: "claude-code", content: claudeBase, args: []string{"--after-step", "0x1"}, wantExit: 2, wantMsg: `"0x1" is not a decimal integer`},
+		{name: "after-step with underscore", agent: "claude-code", content: claudeBase, args: []string{"--after-step", "1_0"}, wantExit: 2, wantMsg: `"1_0" is not a decimal integer`},
+		{name: "after-step leading zero is decimal", agent: "claude-code", content: claudeBase, args: []string{"--after-step", "010"}, wantExit: 10, wantMsg: "after-step 10:"},
+		{name: "after-step leading zero in range", agent: "claude-code", content: claudeBase, args: []string{"--after-step", "01"}, wantExit: 0},
+		{name: "max-steps octal-looking", agent: "claude-code", content: claudeBase, args: []string{"--max-steps", "0o7"}, wantExit: 2, wantMsg: `"0o7" is not a decimal integer`},
+		{name: "timeout-ms hexadecimal", agent: "claude-code", content: claudeBase, args: []string{"--timeout-ms", "0x10"}, wantExit: 2, wantMsg: `"0x10"`},
+		{name: "max-steps zero", agent: "claude-code", content: claudeBase, args: []string{"--max-steps", "0"}, wantExit: 2, wantMsg: "max_steps must be positive"},
+		{name: "TOML max_steps zero", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\nmax_steps = 0\n"),
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "max_steps must be positive"},
+		{name: "pi event stream refused before any tool runs", agent: "pi", file: "../../testdata/trajectories/pi/takopi_pi_stream_success.jsonl",
+			raw:      []string{"--replay-only", "--agent", "pi", "--trajectory", "{traj}", "--after-step", "1", "--workspace", "{dir}", "--state-dir", "{dir}/state", "--output-dir", "{dir}/out"},
+			wantExit: 11, wantCat: "unsupported_version", wantMsg: "`pi --mode json` output"},
+		{name: "claude session with a codex rollout appended", agent: "claude-code", content: claudeBase + codexBase, wantExit: 10, wantCat: "trajectory_error", wantMsg: "line 5: a Codex rollout record"},
+		{name: "codex rollout with a claude session appended", agent: "codex", content: codexBase + claudeBase, wantExit: 10, wantCat: "trajectory_error", wantMsg: "line 6: a Claude Code entry"},
+		{name: "openhands multi-instance without --instance", agent: "openhands", file: "../../testdata/trajectories/openhands/ohands_multi_swe_bench_output.jsonl", wantExit: 11, wantMsg: "choose one with --instance ID"},
+		{name: "openhands multi-instance with --instance", agent: "openhands", file: "../../testdata/trajectories/openhands/ohands_multi_swe_bench_output.jsonl", args: []string{"--instance", "ponylang__ponyc-4588"}, wantExit: 0},
+		{name: "openhands unknown --instance", agent: "openhands", file: "../../testdata/trajectories/openhands/ohands_multi_swe_bench_output.jsonl", args: []string{"--instance", "x"}, wantExit: 10, wantMsg: `no instance "x"`},
+		{name: "--instance for another agent", agent: "claude-code", content: claudeBase, args: []string{"--instance", "x"}, wantExit: 2, wantMsg: "--instance selects an instance of an OpenHands output.jsonl"},
+		{name: "pi-agent is pi", agent: "pi-agent", content: piBase, wantExit: 0},
+		{name: "disallowed tool for claude", agent: "claude-code", content: claudeBase, args: []string{"--agent-disallowed-tool", "WebFetch", "--agent-disallowed-tool", "Task"}, wantExit: 0},
+		{name: "disallowed tool for codex", agent: "codex", content: codexBase, args: []string{"--agent-disallowed-tool", "WebFetch"}, wantExit: 2, wantMsg: "disallowed_tools is supported only for claude-code"},
+		{name: "disallowed tool bad name", agent: "claude-code", content: claudeBase, args: []string{"--agent-disallowed-tool", "Web Fetch"}, wantExit: 2, wantMsg: `invalid disallowed tool name "Web Fetch"`},
+		{name: "disallowed tool twice", agent: "claude-code", content: claudeBase, args: []string{"--agent-disallowed-tool", "Task", "--agent-disallowed-tool", "Task"}, wantExit: 2, wantMsg: `duplicate disallowed tool "Task"`},
+		{name: "JSON request", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code","disallowed_tools":["Task"]},"prepare_only":true,"max_steps":3,"session_id":"k","run_id":"q"`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 0},
+		{name: "JSON request pi-agent", agent: "pi", content: piBase, setup: writeRequest(`"agent":{"type":"pi-agent"},"prepare_only":true`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 0},
+		{name: "JSON request wrong schema", agent: "claude-code", content: claudeBase, setup: writeRequest(`"schema_version":"sandbox-playback.request/v2","agent":{"type":"claude-code"}`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 2, wantMsg: `request schema_version must be "sandbox-playback.request/v1"`},
+		{name: "JSON request unknown agent", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"gemini"}`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 11, wantCat: "unsupported_agent", wantMsg: `unsupported agent "gemini"`},
+		{name: "JSON request unknown field", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code"},"gateway":{}`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 2, wantMsg: `unknown field "gateway"`},
+		{name: "JSON request without workspace", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code"},"workspace":null`),
+			raw: []string{"--request", "{dir}/req.json"}, wantExit: 2, wantMsg: "workspace, state_dir and output_dir are required"},
+		{name: "JSON request plus a direct flag", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code"}`),
+			raw: []string{"--request", "{dir}/req.json", "--replay-only"}, wantExit: 2, wantMsg: "cannot be combined with direct replay options"},
+		{name: "JSON request plus a config", agent: "claude-code", content: claudeBase, setup: writeRequest(`"agent":{"type":"claude-code"}`),
+			raw: []string{"--request", "{dir}/req.json", "--config", "{dir}/req.json"}, wantExit: 2, wantMsg: "cannot be combined"},
+		{name: "TOML disallowed_tools for codex", agent: "codex", content: codexBase, setup: writeConfig("[replay]\nagent = \"codex\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\ndisallowed_tools = [\"Task\"]\n"),
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "disallowed_tools is supported only for claude-code"},
+		{name: "TOML instance", agent: "openhands", file: "../../testdata/trajectories/openhands/ohands_multi_swe_bench_output.jsonl", setup: writeConfig("[replay]\nagent = \"openhands\"\ntrajectory = \"{traj}\"\ninstance = \"nope\"\nafter_step = 1\nprepare_only = true\n"),
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 10, wantMsg: `no instance "nope"`},
+		{name: "TOML agent_runtime with agent_entrypoint", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nagent_runtime = \"rt\"\nagent_entrypoint = \"/bin/true\"\n"),
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "mutually exclusive"},
 		{name: "positional argument", agent: "claude-code", content: claudeBase, args: []string{"extra"}, wantExit: 2, wantMsg: "unexpected argument"},
 		{name: "bad run id", agent: "claude-code", content: claudeBase, args: []string{"--run-id", "a/b"}, wantExit: 2, wantMsg: "run-id"},
 		{name: "whitespace boundary prompt", agent: "claude-code", content: claudeBase, args: []string{"--boundary-user-prompt", "  "}, wantExit: 2, wantMsg: "non-whitespace"},
 		{name: "negative max steps", agent: "claude-code", content: claudeBase, args: []string{"--max-steps", "-1"}, wantExit: 2, wantMsg: "max-steps"},
-		{name: "unsupported flag is refused, not ignored", agent: "claude-code", content: claudeBase, args: []string{"--disable-thinking"}, wantExit: 2, wantMsg: "not supported yet"},
+		{name: "unsupported setting is refused, not ignored", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\n[overlaynet]\nmode = \"off\"\npolicy = \"allowlist\"\n"),
+			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: "policy is not supported yet"},
+		{name: "disable-thinking accepted", agent: "claude-code", content: claudeBase, args: []string{"--disable-thinking"}, wantExit: 0},
+		{name: "session id accepted", agent: "claude-code", content: claudeBase, args: []string{"--session-id", "router-key"}, wantExit: 0},
+		{name: "empty session id", agent: "claude-code", content: claudeBase, args: []string{"--session-id", ""}, wantExit: 2, wantMsg: "session_id must be non-empty"},
+		{name: "session id with a newline", agent: "claude-code", content: claudeBase, args: []string{"--session-id", "a\nb"}, wantExit: 2, wantMsg: "no NUL, CR or LF"},
 		{name: "unsupported overlaynet table", agent: "claude-code", content: claudeBase, setup: writeConfig("[replay]\nagent = \"claude-code\"\ntrajectory = \"{traj}\"\nafter_step = 1\nprepare_only = true\n[overlaynet]\nmode = \"proxy\"\n"),
 			raw: []string{"--config", "{dir}/r.toml"}, wantExit: 2, wantMsg: `[overlaynet] mode "proxy" is not supported; use "off"`},
 		{name: "commit without overlay path", agent: "claude-code", content: claudeBase, args: []string{"--overlayfs-commit", "apply"}, wantExit: 2, wantMsg: "overlayfs path"},
@@ -107,11 +159,30 @@ func badCases() []badCase {
 		{name: "codex output without call", agent: "codex", content: strings.Replace(codexBase, `"call_id":"c1","output"`, `"call_id":"c9","output"`, 1), wantExit: 10, wantMsg: "c9"},
 		{name: "codex line not an object", agent: "codex", content: replaceLine(codexBase, 2, `"just a string"`), wantExit: 10, wantMsg: "line 2"},
 		{name: "output dir reused", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) { os.MkdirAll(filepath.Join(dir, "out", "r1"), 0o700) },
-			args: []string{"--run-id", "r1"}, wantExit: 2, wantMsg: "already exists"},
+			args: []string{"--run-id", "r1"}, wantExit: 30, wantCat: "executor_error", wantMsg: "already exists"},
 		{name: "ambiguous state dir", agent: "claude-code", content: claudeBase, setup: func(dir, traj string) {
 			os.MkdirAll(filepath.Join(dir, "state", "r1"), 0o700)
-			os.WriteFile(filepath.Join(dir, "state", "r1", "replay-events.jsonl"), []byte("{\"format\":\"pvisor.journal/v1\"}\n{\"seq\":1,\"event\":\"tool_started\",\"data\":{\"call_id\":\"t1\"}}\n"), 0o600)
+			j, err := result.OpenJournal(filepath.Join(dir, "state", "r1"))
+			if err != nil {
+				panic(err)
+			}
+			j.Append(result.EventToolStarted, map[string]string{"call_id": "t1"})
+			j.Close()
 		}, args: []string{"--run-id", "r1"}, wantExit: 31, wantCat: "ambiguous_execution", wantMsg: "t1"},
+	}
+}
+
+// writeRequest writes req.json: a prepare-only sandbox-playback.request/v1
+// for the trajectory, with fields (later keys win) spliced in.
+func writeRequest(fields string) func(dir, traj string) {
+	return func(dir, traj string) {
+		base, _ := json.Marshal(map[string]any{"schema_version": "sandbox-playback.request/v1", "trajectory": traj, "after_step": 1,
+			"workspace": dir, "state_dir": filepath.Join(dir, "state"), "output_dir": filepath.Join(dir, "out"), "prepare_only": true})
+		var m map[string]json.RawMessage
+		json.Unmarshal(base, &m)
+		json.Unmarshal([]byte("{"+fields+"}"), &m)
+		body, _ := json.Marshal(m)
+		os.WriteFile(filepath.Join(dir, "req.json"), body, 0o600)
 	}
 }
 

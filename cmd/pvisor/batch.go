@@ -101,9 +101,9 @@ func batchRunFlags(o *batchRunOpts) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("batch run", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	fs.IntVar(&o.jobs, "jobs", 0, "runs at a time (default: [batch] jobs, else the number of CPUs)")
+	decimalVar(fs, &o.jobs, "jobs", 0, "runs at a time (default: [batch] jobs, else the number of CPUs)")
 	fs.StringVar(&o.shard, "shard", "", "run only share `I/N` (default: from SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX)")
-	fs.IntVar(&o.shards, "shards", 0, "shard count N for JOB_COMPLETION_INDEX (default: [batch] shards)")
+	decimalVar(fs, &o.shards, "shards", 0, "shard count N for JOB_COMPLETION_INDEX (default: [batch] shards)")
 	fs.StringVar(&o.out, "output-dir", "", "output `dir` (default: [batch] output_dir, relative to the file)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "list the runs and whether they are done; run nothing")
 	fs.StringVar(&o.evts, "events", "", "append JSONL progress events to `file`")
@@ -273,8 +273,9 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("batch emit", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	shards := fs.Int("shards", 0, "number of array tasks / pods `N` (default: [batch] shards)")
-	jobs := fs.Int("jobs", 0, "runs at a time per task (default: [batch] jobs, else 1)")
+	shards, jobs := new(int), new(int)
+	decimalVar(fs, shards, "shards", 0, "number of array tasks / pods `N` (default: [batch] shards)")
+	decimalVar(fs, jobs, "jobs", 0, "runs at a time per task (default: [batch] jobs, else 1)")
 	out := fs.String("out", "", "write the job to `file` ('-' prints it alone on stdout; default <output_dir>/.batch/slurm.sh or k8s-job.yaml)")
 	pvisor := fs.String("pvisor", "", "pvisor `path` on the nodes (default: this binary for slurm, \"pvisor\" for k8s)")
 	image := fs.String("image", "pvisor:latest", "container `image` with pvisor and the agent CLIs (k8s)")

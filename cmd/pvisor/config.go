@@ -26,8 +26,9 @@ type replayFile struct {
 type replayTable struct {
 	Agent                  string   `toml:"agent"`
 	Trajectory             string   `toml:"trajectory"`
+	Instance               string   `toml:"instance"`
 	AfterStep              int      `toml:"after_step"`
-	MaxSteps               int      `toml:"max_steps"`
+	MaxSteps               *int     `toml:"max_steps"`
 	PrepareOnly            bool     `toml:"prepare_only"`
 	ReplayOnly             bool     `toml:"replay_only"`
 	AllowStaleObservations bool     `toml:"allow_stale_observations"`
@@ -38,7 +39,9 @@ type replayTable struct {
 	StateDir               string   `toml:"state_dir"`
 	OutputDir              string   `toml:"output_dir"`
 	AgentEntrypoint        string   `toml:"agent_entrypoint"`
+	AgentRuntime           string   `toml:"agent_runtime"`
 	AgentArgs              []string `toml:"agent_args"`
+	DisallowedTools        []string `toml:"disallowed_tools"`
 	AllowUntestedVersion   bool     `toml:"allow_untested_version"`
 	DisableThinking        bool     `toml:"disable_thinking"`
 	Upstream               string   `toml:"upstream"`
@@ -92,11 +95,14 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 	}
 	rel := relativeTo(filepath.Dir(path))
 	*req = replay.Request{
-		Agent: r.Agent, Trajectory: rel(r.Trajectory), AfterStep: r.AfterStep, MaxSteps: r.MaxSteps,
+		Agent: r.Agent, Trajectory: rel(r.Trajectory), Instance: r.Instance, AfterStep: r.AfterStep,
 		AllowStaleObservations: r.AllowStaleObservations, BoundaryUserPrompt: r.BoundaryUserPrompt,
 		RunID: r.RunID, SessionID: r.SessionID, Workspace: rel(r.Workspace), StateRoot: rel(r.StateDir),
-		OutputRoot: rel(r.OutputDir), AgentEntrypoint: rel(r.AgentEntrypoint), AgentArgs: r.AgentArgs,
+		OutputRoot: rel(r.OutputDir), AgentEntrypoint: rel(r.AgentEntrypoint), AgentRuntime: rel(r.AgentRuntime), AgentArgs: r.AgentArgs, DisallowedTools: r.DisallowedTools,
 		AllowUntestedVersion: r.AllowUntestedVersion, DisableThinking: r.DisableThinking, Upstream: r.Upstream, UpstreamModel: r.UpstreamModel,
+	}
+	if r.MaxSteps != nil {
+		req.MaxSteps, req.MaxStepsSet = *r.MaxSteps, true
 	}
 	switch {
 	case r.PrepareOnly:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -12,15 +13,19 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/agents"
+	"github.com/pvisor/pvisor/trajectory/openhands"
 )
 
-const inspectUsage = `Usage: pvisor inspect FILE [--agent A] [--json]
+const inspectUsage = `Usage: pvisor inspect FILE [--agent A] [--instance ID] [--json]
 
 Lists the model responses of a native session: each complete tool batch is a
 step (the unit of --after-step); text-only responses are listed without an
-ordinal. The agent is detected from the file unless --agent is given.
+ordinal. The agent is detected from the file unless --agent is given. An
+OpenHands output.jsonl holding several instances lists them; --instance ID
+inspects one.
 
 Example:
     $ pvisor inspect --json rollout.jsonl | jq '.steps[] | select(.ordinal) | .tool_calls[].name'
@@ -33,7 +38,10 @@ type inspectJSON struct {
 	Version   string               `json:"version"`
 	SessionID string               `json:"session_id"`
 	TornTail  *trajectory.TornTail `json:"torn_tail,omitempty"`
-	Steps     []inspectStep        `json:"steps"`
+	// JoinedLines are lines holding several records with no newline
+	// between them; the agent's loader skips them, and so does pvisor.
+	JoinedLines []trajectory.JoinedLine `json:"joined_lines,omitempty"`
+	Steps       []inspectStep           `json:"steps"`
 }
 
 type inspectStep struct {
@@ -56,6 +64,7 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(stderr, inspectUsage); fs.PrintDefaults() }
 	agent := fs.String("agent", "", "agent that wrote the file (detected when omitted)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	instance := fs.String("instance", "", "instance `id` of an OpenHands output.jsonl holding several")
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
@@ -68,7 +77,10 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	path := fs.Arg(0)
-	t, code, err := decodeForInspect(path, *agent)
+	t, code, err := decodeForInspect(path, *agent, *instance)
+	if err != nil && *instance == "" && strings.Contains(err.Error(), openhands.MultiInstanceMsg) {
+		return listInstances(path, *asJSON, stdout, stderr)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "pvisor inspect: %v\n", err)
 		return code
@@ -87,10 +99,15 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func decodeForInspect(path, agent string) (*trajectory.Trajectory, int, error) {
+func decodeForInspect(path, agent, instance string) (*trajectory.Trajectory, int, error) {
 	f, _, err := replay.OpenTrajectory(path)
 	if err != nil {
-		return nil, 10, err
+		code := 10
+		var rf *replay.Failure
+		if errors.As(err, &rf) {
+			code = result.ExitCode(&result.Failure{Category: rf.Category})
+		}
+		return nil, code, err
 	}
 	defer f.Close()
 	var format trajectory.Format
@@ -102,7 +119,7 @@ func decodeForInspect(path, agent string) (*trajectory.Trajectory, int, error) {
 	} else if format, err = agents.Detect(path); err != nil {
 		return nil, 10, err
 	}
-	t, err := format.Decode(f, trajectory.Options{SkipObservationContent: true})
+	t, err := format.Decode(f, trajectory.Options{SkipObservationContent: true, Instance: instance})
 	if err != nil {
 		code := 10
 		if trajectory.IsUnsupported(err) {
@@ -117,7 +134,7 @@ func decodeForInspect(path, agent string) (*trajectory.Trajectory, int, error) {
 }
 
 func toInspectJSON(t *trajectory.Trajectory) inspectJSON {
-	out := inspectJSON{Agent: t.Agent, Version: t.Version, SessionID: t.SessionID, TornTail: t.TornTail, Steps: []inspectStep{}}
+	out := inspectJSON{Agent: t.Agent, Version: t.Version, SessionID: t.SessionID, TornTail: t.TornTail, JoinedLines: t.Joined, Steps: []inspectStep{}}
 	for i := range t.Actions {
 		a := &t.Actions[i]
 		s := inspectStep{Complete: a.Complete(), NativeLocator: a.Locator, Text: a.Text, ToolCalls: []inspectCall{}}
@@ -141,6 +158,9 @@ func printInspectTable(w io.Writer, out inspectJSON) {
 	fmt.Fprintf(w, "%s %s, session %s, %d steps\n", out.Agent, version, orDash(out.SessionID), countSteps(out))
 	if out.TornTail != nil {
 		fmt.Fprintf(w, "note: torn final line %d (%d bytes, no newline) was ignored\n", out.TornTail.Line, out.TornTail.Bytes)
+	}
+	for _, j := range out.JoinedLines {
+		fmt.Fprintf(w, "note: line %d holds %d records joined without a newline; %s skips it as malformed, and so does this reading\n", j.Line, j.Records, out.Agent)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STEP\tCOMPLETE\tNATIVE\tACTION")
@@ -222,4 +242,36 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// listInstances prints the instances of a multi-instance OpenHands
+// output.jsonl, each one a --instance value.
+func listInstances(path string, asJSON bool, stdout, stderr io.Writer) int {
+	f, _, err := replay.OpenTrajectory(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "pvisor inspect: %v\n", err)
+		return 10
+	}
+	defer f.Close()
+	insts, err := openhands.Instances(f)
+	if err != nil {
+		fmt.Fprintf(stderr, "pvisor inspect: %s: %v\n", path, err)
+		return 10
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"agent": "openhands", "instances": insts}); err != nil {
+			return 50
+		}
+		return 0
+	}
+	fmt.Fprintf(stdout, "openhands output.jsonl with %d instances; choose one with --instance ID\n", len(insts))
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LINE\tINSTANCE\tEVENTS")
+	for _, in := range insts {
+		fmt.Fprintf(tw, "%d\t%s\t%d\n", in.Line, orDash(in.ID), in.Events)
+	}
+	tw.Flush()
+	return 0
 }

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pvisor/pvisor/result"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -109,19 +110,13 @@ func TestPrepareOnlyWritesPlanPrefixJournalAndResult(t *testing.T) {
 
 func journalEvents(t *testing.T, path string) []string {
 	t.Helper()
-	f, err := os.Open(path)
+	recs, err := result.ReadJournal(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	var events []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var rec struct{ Event string }
-		json.Unmarshal(sc.Bytes(), &rec)
-		if rec.Event != "" {
-			events = append(events, rec.Event)
-		}
+	for i := range recs {
+		events = append(events, recs[i].Name())
 	}
 	return events
 }

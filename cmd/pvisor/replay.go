@@ -17,6 +17,7 @@ import (
 const replayUsage = `Usage:
     pvisor replay --agent A --trajectory FILE --after-step N [flags]
     pvisor replay --config FILE
+    pvisor replay --request FILE     (sandbox-playback.request/v1 JSON)
 
 Re-runs the tool calls of steps 1..N of a native session in this sandbox,
 rebuilds the agent's own session with the fresh observations and lets the
@@ -59,7 +60,13 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	var res *result.Result
 	if err != nil {
 		res = result.New(req.RunID, req.Agent)
-		res.Fail(result.ConfigurationError, err.Error())
+		cat := result.ConfigurationError
+		if isUnsupportedAgent(err) {
+			cat = result.UnsupportedAgent
+		}
+		res.Fail(cat, err.Error())
+		res.MarkEarly()
+		res.StateDir, res.OutputDir = replay.LocationHints(req)
 	} else {
 		ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 		res = replay.Run(ctx, req)
@@ -100,26 +107,30 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.Usage = func() {}
 	var prepareOnly, replayOnly bool
 	config := fs.String("config", "", "read the request from a TOML `file` ([replay], [run], [overlayfs], [overlaynet])")
+	request := fs.String("request", "", "read the request from a sandbox-playback.request/v1 JSON `file`")
 	fs.StringVar(&req.Agent, "agent", "", "agent that wrote the trajectory: claude-code, codex, opencode, pi, openhands, mini-swe-agent")
 	fs.StringVar(&req.Trajectory, "trajectory", "", "native session `file`")
-	fs.IntVar(&req.AfterStep, "after-step", 0, "replay steps 1..`N` (see 'pvisor inspect')")
-	fs.IntVar(&req.MaxSteps, "max-steps", 0, "total action budget including the replayed prefix (0 = no limit)")
+	fs.StringVar(&req.Instance, "instance", "", "instance `id` to replay from an OpenHands output.jsonl holding several ('pvisor inspect' lists them)")
+	decimalVar(fs, &req.AfterStep, "after-step", 0, "replay steps 1..`N` (see 'pvisor inspect')")
+	decimalVar(fs, &req.MaxSteps, "max-steps", 0, "total action budget including the replayed prefix, > 0 (default: no limit)")
 	fs.BoolVar(&prepareOnly, "prepare-only", false, "parse, validate and plan; run no tool and no agent")
 	fs.BoolVar(&replayOnly, "replay-only", false, "stop before the agent's first model request")
 	fs.BoolVar(&req.AllowStaleObservations, "allow-stale-observations", false, "reuse recorded observations of tools the replay cannot run (quality becomes degraded)")
 	fs.StringVar(&req.BoundaryUserPrompt, "boundary-user-prompt", "", "user `text` appended after the boundary observation (only its length and sha256 are recorded)")
 	fs.StringVar(&req.RunID, "run-id", "", "run `id` ([A-Za-z0-9_-]+; default replay-<uuid>)")
-	fs.StringVar(&req.SessionID, "session-id", "", "model-router session key (not supported yet; refused)")
+	fs.StringVar(&req.SessionID, "session-id", "", "model-router session `key` sent upstream as X-LiteLLM-Session-ID (default: the run id)")
 	fs.StringVar(&req.Workspace, "workspace", "", "`dir` the tools run in (default: current directory)")
 	fs.StringVar(&req.StateRoot, "state-dir", "", "root `dir` of per-run state (default "+replay.DefaultStateRoot+")")
 	fs.StringVar(&req.OutputRoot, "output-dir", "", "root `dir` of per-run outputs (default "+replay.DefaultOutputRoot+")")
 	fs.StringVar(&req.AgentEntrypoint, "agent-entrypoint", "", "agent CLI `path` (default: found on PATH)")
+	fs.StringVar(&req.AgentRuntime, "agent-runtime", "", "agent runtime `dir` holding sandbox-playback-agent.json (instead of --agent-entrypoint)")
 	fs.StringArrayVar(&req.AgentArgs, "agent-arg", nil, "extra native `argument` for the agent CLI (repeatable)")
+	fs.StringArrayVar(&req.DisallowedTools, "agent-disallowed-tool", nil, "claude-code `tool` the continued agent may not use (repeatable; passed as --disallowedTools)")
 	fs.BoolVar(&req.AllowUntestedVersion, "allow-untested-version", false, "run an agent version outside the tested range (quality becomes degraded)")
 	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "(not supported yet; refused)")
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
-	fs.IntVar(&req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
+	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
@@ -139,17 +150,27 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	if fs.NArg() > 0 {
 		return req, fmt.Errorf("unexpected argument %q (flags only; see 'pvisor replay --help')", fs.Arg(0))
 	}
-	if *config != "" {
+	if *config != "" && *request != "" {
+		return req, fmt.Errorf("--config/--request cannot be combined with direct replay options: pass one of them")
+	}
+	if *config != "" || *request != "" {
 		var direct []string
 		fs.Visit(func(f *pflag.Flag) {
-			if f.Name != "config" {
+			if f.Name != "config" && f.Name != "request" {
 				direct = append(direct, "--"+f.Name)
 			}
 		})
 		if len(direct) > 0 {
-			return req, fmt.Errorf("--config cannot be combined with %v: put them in the file", direct)
+			return req, fmt.Errorf("--config/--request cannot be combined with direct replay options %v: put them in the file", direct)
+		}
+		if *request != "" {
+			return loadRequestFile(*request)
 		}
 		return loadReplayConfig(*config)
+	}
+	req.MaxStepsSet = fs.Changed("max-steps")
+	if fs.Changed("session-id") && req.SessionID == "" {
+		return req, fmt.Errorf("--session-id: session_id must be non-empty and contain no NUL, CR, or LF")
 	}
 	if prepareOnly && replayOnly {
 		return req, fmt.Errorf("--prepare-only and --replay-only are mutually exclusive")

@@ -115,11 +115,11 @@ func TestContinueOpenCodePiEveryStep(t *testing.T) {
 							t.Errorf("request %d: the nonce reached the upstream", i)
 						}
 					}
-					ext := "json"
+					name := "continued-trajectory.json"
 					if agent == "pi" {
-						ext = "jsonl"
+						name = "continued-events.jsonl"
 					}
-					if cont := cr.file(t, "native/continued-session."+ext); bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
+					if cont := cr.file(t, "native/"+name); bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
 						t.Error("the continued session holds the nonce")
 					}
 				})

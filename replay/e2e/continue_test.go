@@ -107,8 +107,8 @@ func checkCodexContinuation(t *testing.T, s *recordedSession, cr *continueRun, p
 			t.Error("the nonce reached the upstream")
 		}
 
-		if cont := cr.file(t, "native/continued-session.jsonl"); bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
-			t.Error("native/continued-session.jsonl holds the nonce")
+		if cont := cr.file(t, "native/continued-trajectory.jsonl"); bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
+			t.Error("native/continued-trajectory.jsonl holds the nonce")
 		}
 	}
 }

@@ -41,6 +41,9 @@ func Names() []string {
 
 // Lookup returns the format for an agent name.
 func Lookup(name string) (trajectory.Format, bool) {
+	if canon, ok := aliases[name]; ok {
+		name = canon
+	}
 	for _, f := range all {
 		if f.Agent() == name {
 			return f, true
@@ -48,6 +51,10 @@ func Lookup(name string) (trajectory.Format, bool) {
 	}
 	return nil, false
 }
+
+// aliases are other names of agents: pVisor and its tooling call Pi
+// "pi-agent".
+var aliases = map[string]string{"pi-agent": trajectory.Pi}
 
 // HeadSize is how much of a file detection looks at.
 const HeadSize = 64 << 10

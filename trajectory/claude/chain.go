@@ -228,7 +228,11 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
 							b.text, t.Actions[prev.act].Calls[prev.call].Locator.First)
 					}
 					calls[b.text] = callRef{ai, len(a.Calls)}
-					a.Calls = append(a.Calls, trajectory.ToolCall{ID: b.text, Name: b.name, Arguments: b.input, Locator: loc})
+					c := trajectory.ToolCall{ID: b.text, Name: b.name, Arguments: b.input, Locator: loc}
+					if e.cwd != 0 {
+						c.Cwd = d.cwds.list[e.cwd]
+					}
+					a.Calls = append(a.Calls, c)
 				}
 			}
 		}

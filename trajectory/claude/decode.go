@@ -1,6 +1,7 @@
 package claude
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"unsafe"
@@ -199,6 +200,11 @@ func (d *decoder) line(l jsonl.Line) error {
 		if kind != kindOther {
 			return trajectory.Errorf(line, "%s entry has no uuid", typ.Str)
 		}
+		if codexRecordTypes[typ.Str] {
+			return &trajectory.Error{Kind: trajectory.Malformed, Line: line,
+				Msg:  fmt.Sprintf("a Codex rollout record (type %q), not a Claude Code entry: two sessions are concatenated", typ.Str),
+				Hint: fmt.Sprintf("keep lines 1-%d (head -n %d) for the Claude Code session", line-1, line-1)}
+		}
 		return nil // metadata line (summary, file-history-snapshot, ...)
 	}
 	if uuid.Type != gjson.String || uuid.Str == "" {
@@ -248,6 +254,12 @@ func (d *decoder) line(l jsonl.Line) error {
 	}
 	d.entries = append(d.entries, e)
 	return nil
+}
+
+// codexRecordTypes are the envelope types of a Codex rollout line; Claude
+// Code writes none of them, so one means a rollout was appended.
+var codexRecordTypes = map[string]bool{
+	"session_meta": true, "response_item": true, "event_msg": true, "turn_context": true, "compacted": true,
 }
 
 func (d *decoder) grow(id int32) {

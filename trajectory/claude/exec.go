@@ -109,6 +109,9 @@ func (s *toolSession) Execute(ctx context.Context, step int, call *trajectory.To
 		s.style.learn(call.Name, call.Observation.Content, call.Observation.IsError)
 	}
 	s.seq++
+	if err := s.enterRecordedCwd(call.Cwd); err != nil {
+		return trajectory.Fresh{}, err
+	}
 	start := time.Now()
 	in := gjson.ParseBytes(call.Arguments)
 	var (
@@ -150,6 +153,27 @@ func (s *toolSession) Execute(ctx context.Context, step int, call *trajectory.To
 		f.Native = b
 	}
 	return f, nil
+}
+
+// enterRecordedCwd moves the shell to the directory the session recorded for
+// the call. Within one process that is where the last cd left the shell, so
+// nothing changes; after a resume Claude Code is a new process whose shell
+// starts at the project directory again, and the recorded cwd says so. The
+// record is preferred over simulating the carry-over, which would leak a cd
+// made before the resume. A recorded directory outside the project or one
+// that is missing here keeps the simulated one.
+func (s *toolSession) enterRecordedCwd(recorded string) error {
+	if recorded == "" || !filepath.IsAbs(recorded) {
+		return nil
+	}
+	dir := s.local(filepath.Clean(recorded))
+	if dir == s.shell.Cwd() || dir != s.ws && !strings.HasPrefix(dir, s.ws+"/") {
+		return nil
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil
+	}
+	return s.shell.SetCwd(dir)
 }
 
 // Close implements trajectory.ToolSession.

@@ -2,6 +2,7 @@ package codex
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -139,8 +140,16 @@ func (d *decoder) line(l jsonl.Line) error {
 		}
 	case "compacted", "inter_agent_communication":
 		d.newResp = true
+	default:
+		// Unknown kinds from newer CLIs (world_state, …) are skipped, but
+		// a Claude Code entry (no envelope, a uuid chain) means a Claude
+		// session was appended to the rollout.
+		if !gjson.Get(s, "payload").Exists() && (gjson.Get(s, "parentUuid").Exists() || gjson.Get(s, "uuid").Exists()) {
+			return &trajectory.Error{Kind: trajectory.Malformed, Line: l.N,
+				Msg:  fmt.Sprintf("a Claude Code entry (type %q), not a Codex rollout record: two sessions are concatenated", typ.Str),
+				Hint: fmt.Sprintf("keep lines 1-%d (head -n %d) for the Codex rollout", l.N-1, l.N-1)}
+		}
 	}
-	// Unknown kinds from newer CLIs (world_state, …) are skipped.
 	return nil
 }
 

@@ -5,6 +5,7 @@ package jsonl
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,51 @@ type Reader struct {
 	srcDone    bool
 	srcErr     error
 	batchBytes int
+
+	allowJoined bool
+	joined      []Joined
+	recheck     *batch // a batch whose lines after a skipped joined line are validated here
+}
+
+// Joined is a line that holds several complete records with no newline
+// between them (an agent wrote a record without its newline, then appended
+// the next one after a restart). Agents that JSON.parse each line skip it
+// as malformed.
+type Joined struct {
+	Line    int
+	Offset  int64
+	Records []json.RawMessage // copies of the records, in order
+}
+
+// SkipJoined makes Next skip lines that hold several complete objects back
+// to back, as loaders that parse line by line and drop malformed lines do;
+// Joined lists them. Any other invalid line is still an error.
+func (r *Reader) SkipJoined() { r.allowJoined = true }
+
+// Joined returns the skipped joined lines, in file order.
+func (r *Reader) Joined() []Joined { return r.joined }
+
+// splitJoined returns the objects of a line that is two or more complete
+// JSON objects back to back, nil for anything else. It runs only on lines
+// that failed validation.
+func splitJoined(b []byte) []json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var out []json.RawMessage
+	for {
+		var v json.RawMessage
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || len(v) == 0 || v[0] != '{' {
+			return nil
+		}
+		out = append(out, v)
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
 }
 
 // batchBytes is the size a batch is read to before it is cut at its last
@@ -131,10 +177,23 @@ func (r *Reader) Next() bool {
 		if len(trimmed) == 0 {
 			continue
 		}
-		if lineStart == b.firstBad() {
+		bad := lineStart == b.firstBad()
+		if !bad && r.recheck == b {
+			bad = trimmed[0] != '{' || !valid(trimmed)
+		}
+		if bad {
 			if !terminated {
 				r.torn = &trajectory.TornTail{Line: r.n, Offset: start, Bytes: len(data)}
 				return false
+			}
+			if r.allowJoined && utf8.Valid(trimmed) {
+				if recs := splitJoined(trimmed); recs != nil {
+					r.joined = append(r.joined, Joined{Line: r.n, Offset: start, Records: recs})
+					// firstBad names only a batch's first invalid line;
+					// the rest of this batch is checked line by line.
+					r.recheck = b
+					continue
+				}
 			}
 			r.err = lineError(r.n, trimmed)
 			return false

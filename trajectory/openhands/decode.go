@@ -25,6 +25,9 @@ const v1Hint = "pvisor replays OpenHands V0 trajectories (a JSON array of events
 // in a sandbox prepared for another would look like a real result, and
 // extracting one line is a one-liner the error spells out.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+	if opts.Instance != "" {
+		return decodeInstance(r, opts)
+	}
 	d := &decoder{
 		Doc:     jsondoc.New(r),
 		opts:    opts,
@@ -152,9 +155,8 @@ func (d *decoder) instance() error {
 			return trajectory.Errorf(d.LineAt(next), "unexpected %s after the instance", jsondoc.TokenKind(tok))
 		}
 		return &trajectory.Error{Kind: trajectory.Unsupported, Line: d.LineAt(next),
-			Msg: "this output.jsonl holds more than one instance; pvisor replays one instance at a time",
-			Hint: "extract one line first, e.g. sed -n 'Np' output.jsonl > one.jsonl or " +
-				`jq -c 'select(.instance_id=="ID")' output.jsonl > one.jsonl`}
+			Msg:  MultiInstanceMsg + "; pvisor replays one instance at a time",
+			Hint: "choose one with --instance ID ('pvisor inspect FILE' lists them)"}
 	}
 	return d.End("the instance")
 }

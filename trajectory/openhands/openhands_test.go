@@ -2,12 +2,15 @@ package openhands
 
 import (
 	"bytes"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/formattest"
@@ -161,5 +164,131 @@ func TestCheckReplayable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		formattest.CheckReplayable(t, New(), tt.name, tt.args, tt.want)
+	}
+}
+
+// An action of step 2 written before step 1's last observation must stay
+// out of the step-1 prefix, and the step-2 prefix keeps both.
+func TestWritePrefixInterleaved(t *testing.T) {
+	tcm := func(call, resp string) string {
+		return `"tool_call_metadata":{"tool_call_id":"` + call + `","model_response":{"id":"` + resp + `"}}`
+	}
+	src := `[
+{"id":0,"source":"user","action":"message","args":{"content":"task"}},
+{"id":1,"source":"agent","action":"run","args":{"command":"ls"},` + tcm("a", "r1") + `},
+{"id":2,"source":"agent","observation":"run","cause":1,"content":"x","extras":{}},
+{"id":3,"source":"agent","action":"read","args":{"path":"/f"},` + tcm("b", "r1") + `},
+{"id":4,"source":"agent","action":"run","args":{"command":"pwd"},` + tcm("c", "r2") + `},
+{"id":5,"source":"agent","observation":"read","cause":3,"content":"y","extras":{}},
+{"id":6,"source":"agent","observation":"run","cause":4,"content":"/","extras":{}}
+]`
+	tr, err := decodeBytes(t, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		step int
+		ids  []int64
+	}{{1, []int64{0, 1, 2, 3, 5}}, {2, []int64{0, 1, 2, 3, 4, 5, 6}}} {
+		var out bytes.Buffer
+		if err := New().WritePrefix(&out, strings.NewReader(src), int64(len(src)), tr, tc.step); err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for _, e := range gjson.ParseBytes(out.Bytes()).Array() {
+			ids = append(ids, e.Get("id").Int())
+		}
+		if d := cmp.Diff(tc.ids, ids); d != "" {
+			t.Errorf("step %d prefix events (-want +got):\n%s", tc.step, d)
+		}
+		pt, err := decodeBytes(t, out.Bytes())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(pt.Steps()); got != tc.step {
+			t.Errorf("step %d prefix decodes to %d steps", tc.step, got)
+		}
+	}
+}
+
+// --instance picks one line of a multi-instance output.jsonl: the decoded
+// trajectory and its prefix are those of that line on its own.
+func TestInstance(t *testing.T) {
+	multi, err := os.ReadFile(filepath.Join(corpusDir, "ohands_multi_swe_bench_output.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := Instances(bytes.NewReader(multi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, in := range insts {
+		ids = append(ids, fmt.Sprintf("%s@%d", in.ID, in.Line))
+	}
+	if d := cmp.Diff([]string{"ponylang__ponyc-4595@1", "ponylang__ponyc-4593@2", "ponylang__ponyc-4588@3"}, ids); d != "" {
+		t.Errorf("instances (-want +got):\n%s", d)
+	}
+	for _, tc := range []struct{ id, single string }{
+		{"ponylang__ponyc-4595", "ohands_multi_swe_bench_output.instance1.jsonl"},
+		{"ponylang__ponyc-4593", "ohands_multi_swe_bench_output.instance2.jsonl"},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			one, err := os.ReadFile(filepath.Join(corpusDir, tc.single))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := decodeBytes(t, one)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := New().Decode(bytes.NewReader(multi), trajectory.Options{Instance: tc.id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(formattest.Summary(want), formattest.Summary(got)); d != "" {
+				t.Errorf("(-single +selected):\n%s", d)
+			}
+			var wp, gp bytes.Buffer
+			if err := New().WritePrefix(&wp, bytes.NewReader(one), int64(len(one)), want, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := New().WritePrefix(&gp, bytes.NewReader(multi), int64(len(multi)), got, 1); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(wp.Bytes(), gp.Bytes()) {
+				t.Errorf("prefix of the selected instance differs from the single-instance file's")
+			}
+		})
+	}
+	_, err = New().Decode(bytes.NewReader(multi), trajectory.Options{Instance: "nope"})
+	formattest.CheckError(t, err, formattest.Malformed(0, `no instance "nope" in this output.jsonl (it has ponylang__ponyc-4595, ponylang__ponyc-4593, ponylang__ponyc-4588)`))
+}
+
+// pVisor's contract case: actions without response ids are separate steps;
+// step 1's observation arrives after step 2's action and stays, step 2's
+// action and observation do not.
+func TestWritePrefixLateObservation(t *testing.T) {
+	src := `[
+{"id":0,"source":"user","action":"message","args":{"content":"prepare complete batch"}},
+{"id":7,"source":"agent","action":"run","args":{"command":"printf selected"}},
+{"id":9,"source":"agent","action":"run","args":{"command":"printf next"}},
+{"id":12,"source":"environment","observation":"run","cause":7,"message":"historical observation\n","args":{"metadata":{"exit_code":7}}},
+{"id":13,"source":"environment","observation":"run","cause":9,"message":"future observation","args":{"metadata":{"exit_code":0}}}
+]`
+	tr, err := decodeBytes(t, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := New().WritePrefix(&out, strings.NewReader(src), int64(len(src)), tr, 1); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, e := range gjson.ParseBytes(out.Bytes()).Array() {
+		ids = append(ids, e.Get("id").Int())
+	}
+	if d := cmp.Diff([]int64{0, 7, 12}, ids); d != "" {
+		t.Errorf("prefix events (-want +got):\n%s", d)
 	}
 }

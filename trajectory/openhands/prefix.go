@@ -30,6 +30,10 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 			Msg:  "2024-era flat OpenHands events (no args/extras) cannot be loaded by the current ReplayManager",
 			Hint: "re-run the task with an OpenHands version that writes V0 events with args/extras"}
 	}
+	if t.Offset > 0 {
+		// One instance of a multi-instance output.jsonl: its line.
+		src, size = io.NewSectionReader(src, t.Offset, size-t.Offset), size-t.Offset
+	}
 	d, err := jsondoc.OpenRecords(io.NewSectionReader(src, 0, size), records)
 	if err != nil {
 		return err
@@ -45,6 +49,7 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 		first   = true
 	)
 	a, _ := t.Step(afterStep)
+	later := laterEvents(t, afterStep, a.Locator.Last)
 	for i := 0; i <= a.Locator.Last; i++ {
 		if !d.More() {
 			return trajectory.Errorf(0, "the file changed since it was decoded: event %d is missing", i)
@@ -59,6 +64,9 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 			return err
 		}
 		prevEnd = start + int64(len(raw))
+		if later[i] {
+			continue
+		}
 		ev := gjson.ParseBytes(raw)
 		act, obs := ev.Get("action").String(), ev.Get("observation").String()
 		if act == "system" || act == "recall" {
@@ -103,6 +111,31 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 		return fmt.Errorf("writing the OpenHands prefix: %w", err)
 	}
 	return nil
+}
+
+// laterEvents returns the indexes, up to last, of the events that belong to
+// responses after step afterStep. Events interleave when a response's action
+// is written before the previous one's last observation; the prefix must
+// hold exactly steps 1..afterStep, or ReplayManager would replay the next
+// action as part of the past.
+func laterEvents(t *trajectory.Trajectory, afterStep, last int) map[int]bool {
+	later := map[int]bool{}
+	for i := t.ActionIndex(afterStep) + 1; i < len(t.Actions); i++ {
+		a := &t.Actions[i]
+		if a.Locator.First > last {
+			continue
+		}
+		if len(a.Calls) == 0 {
+			later[a.Locator.First] = true
+		}
+		for _, c := range a.Calls {
+			later[c.Locator.First] = true
+			if c.Observation != nil {
+				later[c.Observation.Locator.First] = true
+			}
+		}
+	}
+	return later
 }
 
 // records is where WritePrefix finds the events: the top-level array, or

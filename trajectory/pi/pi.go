@@ -130,6 +130,9 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 		if h, err = readHeader(rec, ln.N); err != nil {
 			return nil, err
 		}
+		// pi loads a session line by line and drops a line JSON.parse
+		// refuses; two records joined on one line are such a line.
+		jr.SkipJoined()
 		if !jr.Next() {
 			if err := jr.Err(); err != nil {
 				return nil, err

@@ -13,6 +13,17 @@ import (
 	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
+// CheckRebuild refuses `pi --mode json` event streams: pi resumes only from
+// a session file, so there is nothing to rebuild.
+func (format) CheckRebuild(t *trajectory.Trajectory) error {
+	if t.Format == SubFormatEvents {
+		return &trajectory.Error{Kind: trajectory.Unsupported,
+			Msg:  "this is `pi --mode json` output; replaying and continuing a pi session needs the session file pi wrote",
+			Hint: "pass the session file from ~/.pi/agent/sessions/--<cwd>--/ (its first line is {\"type\":\"session\",…}), or use --prepare-only"}
+	}
+	return nil
+}
+
 // Rebuild writes the session file up to the boundary (the bytes
 // WritePrefix writes) with the toolResult entry of every call in steps
 // 1..afterStep carrying its fresh result: the message's content blocks,
@@ -23,10 +34,8 @@ import (
 // A reused Fresh (a recorded observation kept for a call that could not be
 // re-run) keeps its entry byte for byte, details included.
 func (format) Rebuild(w io.Writer, src io.ReaderAt, size int64, t *trajectory.Trajectory, afterStep int, fresh map[string]trajectory.Fresh) error {
-	if t.Format == SubFormatEvents {
-		return &trajectory.Error{Kind: trajectory.Unsupported,
-			Msg:  "this is `pi --mode json` output; continuing a pi session needs the session file pi wrote",
-			Hint: "pass the session file from ~/.pi/agent/sessions/--<cwd>--/ (its first line is {\"type\":\"session\",…})"}
+	if err := (format{}).CheckRebuild(t); err != nil {
+		return err
 	}
 	if err := trajectory.CheckBoundary(t, afterStep); err != nil {
 		return err

@@ -72,10 +72,14 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options) (*trajec
 			switch p := parent; p.Type {
 			case gjson.Null:
 			case gjson.String:
-				if _, ok := index[p.Str]; !ok {
+				if _, ok := index[p.Str]; ok {
+					e.parent = strings.Clone(p.Str)
+				} else if !onJoinedLine(jr.Joined(), p.Str) {
 					return nil, trajectory.Errorf(ln.N, "parentId %s names no earlier entry", clip(p.Str))
 				}
-				e.parent = strings.Clone(p.Str)
+				// A parent on a skipped joined line is missing for pi
+				// too: its walk from the leaf stops here, so this entry
+				// is where the conversation it resumes begins.
 			default:
 				if p.Exists() {
 					return nil, trajectory.Errorf(ln.N, "parentId is neither a string nor null")
@@ -128,6 +132,22 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options) (*trajec
 	}
 	k.finish()
 	t.TornTail, t.Lines = jr.Torn(), jr.Lines()
+	for _, j := range jr.Joined() {
+		t.Joined = append(t.Joined, trajectory.JoinedLine{Line: j.Line, Records: len(j.Records)})
+	}
 	t.NumberSteps()
 	return t, nil
+}
+
+// onJoinedLine reports whether a record with this id sits on one of the
+// joined lines the reader skipped.
+func onJoinedLine(joined []jsonl.Joined, id string) bool {
+	for _, j := range joined {
+		for _, r := range j.Records {
+			if gjson.GetBytes(r, "id").Str == id {
+				return true
+			}
+		}
+	}
+	return false
 }
