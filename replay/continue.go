@@ -181,7 +181,7 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 	}
 	activity := &atomic.Int64{}
 	conv := staged.Conversation()
-	srv, err := bridge.Start(bridge.Options{Upstream: activeUpstream{cs.upstream, activity}, Conversation: conv,
+	srv, err := bridge.Start(bridge.Options{Upstream: activeUpstream{cs.upstream, activity}, Conversation: r.progress.conversation(conv),
 		Logger: slog.New(slog.NewJSONHandler(logs["bridge.log"], nil))})
 	if err != nil {
 		return nil, fail(result.ContinuationError, "%v", err)

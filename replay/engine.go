@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -42,6 +43,7 @@ type run struct {
 	outputDir string
 	journal   *result.Journal
 	plan      *Plan
+	progress  *progress // nil: quiet
 
 	// Set by replayPrefix for the continuation.
 	rebuilt []byte
@@ -230,6 +232,12 @@ func (r *run) allocate() error {
 		return fail(result.WorkspaceError, "journal in %s: %v", stateDir, err)
 	}
 	r.journal = j
+	var to io.Writer = os.Stderr
+	if r.req.ProgressTo != nil {
+		to = r.req.ProgressTo
+	}
+	r.progress = newProgress(r.req.Progress, to, r.req.AfterStep)
+	j.Observe(r.progress.event)
 	r.outputDir = outputDir
 	r.res.OutputDir = &outputDir
 	return nil

@@ -5,6 +5,7 @@ package replay
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
@@ -73,6 +74,12 @@ type Request struct {
 	// IdleTimeout stops a continued agent that neither writes output nor
 	// talks to the model for this long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration `json:",omitempty"`
+	// Progress reports the run on stderr: ProgressLines, ProgressLive, or
+	// nothing ("" / ProgressOff). It travels to an overlay worker, which
+	// reports the steps it replays itself.
+	Progress string `json:",omitempty"`
+	// ProgressTo receives the progress lines (default os.Stderr).
+	ProgressTo io.Writer `json:"-"`
 
 	Run        RunConfig
 	Overlay    OverlayConfig

@@ -60,6 +60,8 @@ type Journal struct {
 	next  uint64 // offset of the next record
 	cause string // id of the last event this writer appended
 	now   func() time.Time
+	// observe, when set, sees every appended event (progress lines).
+	observe func(event string, data any)
 }
 
 // Record is one journal line.
@@ -285,8 +287,15 @@ func (j *Journal) Append(event string, data any) error {
 	}
 	j.next++
 	j.cause = ev.ID
+	if j.observe != nil {
+		j.observe(event, data)
+	}
 	return nil
 }
+
+// Observe calls f after every record appended from now on (progress
+// reporting); f must not block.
+func (j *Journal) Observe(f func(event string, data any)) { j.observe = f }
 
 // newID is a random (version 4) UUID.
 func newID() string {

@@ -68,6 +68,13 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 		res.MarkEarly()
 		res.StateDir, res.OutputDir = replay.LocationHints(req)
 	} else {
+		if req.Progress == progressAuto {
+			req.Progress = replay.ProgressLines
+			if f, ok := stderr.(*os.File); ok {
+				req.Progress = replay.ProgressMode(f, false)
+			}
+		}
+		req.ProgressTo = stderr
 		ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 		res = replay.Run(ctx, req)
 		stop()
@@ -78,6 +85,10 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	return result.ExitCode(res.Failure)
 }
+
+// progressAuto is a request's progress mode until cmdReplay knows where
+// stderr goes.
+const progressAuto = "auto"
 
 // stopSignals end a replay the same way: the run stops, cleans up (no
 // mount, no process left) and still prints its result line. A closed
@@ -136,10 +147,15 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
 	fs.StringArrayVar(&req.Overlay.Compose, "overlayfs-compose", nil, "extra read-only lower `dir` (repeatable)")
 	fs.StringVar(&req.Overlay.Commit, "overlayfs-commit", "", "what to do with overlay changes: manual, apply or drop")
+	quiet := fs.BoolP("quiet", "q", false, "no progress lines on stderr (by default: one live line on a terminal, plain lines otherwise)")
 	help := fs.BoolP("help", "h", false, "show this help")
 
 	if err := fs.Parse(args); err != nil {
 		return req, fmt.Errorf("%v (see 'pvisor replay --help')", err)
+	}
+	req.Progress = progressAuto
+	if *quiet {
+		req.Progress = replay.ProgressOff
 	}
 	if *help {
 		fmt.Fprint(stderr, replayUsage)
@@ -156,17 +172,22 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	if *config != "" || *request != "" {
 		var direct []string
 		fs.Visit(func(f *pflag.Flag) {
-			if f.Name != "config" && f.Name != "request" {
+			if f.Name != "config" && f.Name != "request" && f.Name != "quiet" {
 				direct = append(direct, "--"+f.Name)
 			}
 		})
 		if len(direct) > 0 {
 			return req, fmt.Errorf("--config/--request cannot be combined with direct replay options %v: put them in the file", direct)
 		}
+		load := loadReplayConfig
 		if *request != "" {
-			return loadRequestFile(*request)
+			load = loadRequestFile
 		}
-		return loadReplayConfig(*config)
+		r, err := load(*config + *request)
+		if r != nil {
+			r.Progress = req.Progress
+		}
+		return r, err
 	}
 	req.MaxStepsSet = fs.Changed("max-steps")
 	if fs.Changed("session-id") && req.SessionID == "" {

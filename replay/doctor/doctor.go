@@ -212,7 +212,7 @@ func runCheck(ctx context.Context, o Options, agent, entry string, row *Row) (*r
 	args := []string{"replay", "--agent", agent, "--trajectory", traj, "--after-step", strconv.Itoa(after),
 		"--upstream", "recorded", "--agent-entrypoint", entry, "--allow-untested-version",
 		"--workspace", filepath.Join(dir, "ws"), "--state-dir", filepath.Join(dir, "state"),
-		"--output-dir", filepath.Join(dir, "out"), "--run-id", "doctor"}
+		"--output-dir", filepath.Join(dir, "out"), "--run-id", "doctor", "--quiet"}
 	cmd := exec.CommandContext(ctx, o.Self, append([]string{NetnsCommand}, args...)...)
 	cmd.Env = []string{"PATH=" + o.Path, "HOME=" + filepath.Join(dir, "home"), "TMPDIR=" + filepath.Join(dir, "tmp"),
 		"LANG=C.UTF-8"}
