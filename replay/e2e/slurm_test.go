@@ -44,7 +44,7 @@ repeats = 2
 agent = "pi"
 trajectories = [%q]
 after_steps = { from = 1, every = 2 }
-`, filepath.Join(sessions, "codex", "rollout-*.jsonl"), filepath.Join(sessions, "pi", "*Z_*.jsonl"))), 0o644)
+`, filepath.Join(sessions, "codex@*", "rollout-*.jsonl"), filepath.Join(sessions, "pi@*", "*Z_*.jsonl"))), 0o644)
 
 	enterLoopbackNetns(t)
 	// glibc's AI_ADDRCONFIG, which Slurm uses to bind, wants one IPv4
@@ -112,8 +112,8 @@ after_steps = { from = 1, every = 2 }
 	}
 	cr, cg := load("cluster")
 	sr, sg := load("single")
-	if len(sr) != 13 {
-		t.Errorf("single-machine report has %d runs, want 5 codex steps × 2 repeats + 3 pi steps", len(sr))
+	if len(sr) != 16 {
+		t.Errorf("single-machine report has %d runs, want 5 codex steps × 2 repeats + 3 steps of each of the 2 pi recordings", len(sr))
 	}
 	if diff := cmp.Diff(sr, cr); diff != "" {
 		t.Errorf("runs: Slurm shards vs single machine (-single +slurm):\n%s", diff)
