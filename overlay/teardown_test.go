@@ -81,7 +81,13 @@ func TestTeardown(t *testing.T) {
 			if r.exit != tc.want || (r.err != nil) != tc.wantErr {
 				t.Errorf("Run = %+v, %v; want %+v, error %v", r.exit, r.err, tc.want, tc.wantErr)
 			}
-			if left := processesInNamespace(ns); len(left) > 0 {
+			// When the namespace's init is gone the kernel kills the rest;
+			// they may take a moment to leave /proc on a busy machine.
+			left := processesInNamespace(ns)
+			for deadline := time.Now().Add(5 * time.Second); len(left) > 0 && time.Now().Before(deadline); left = processesInNamespace(ns) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if len(left) > 0 {
 				t.Errorf("processes still in the run's mount namespace %s: %v", ns, left)
 			}
 			if m := hostMountsAt(t, f.ws); len(m) != 0 {
