@@ -138,7 +138,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.StringArrayVar(&req.AgentArgs, "agent-arg", nil, "extra native `argument` for the agent CLI (repeatable)")
 	fs.StringArrayVar(&req.DisallowedTools, "agent-disallowed-tool", nil, "claude-code `tool` the continued agent may not use (repeatable; passed as --disallowedTools)")
 	fs.BoolVar(&req.AllowUntestedVersion, "allow-untested-version", false, "run an agent version outside the tested range (quality becomes degraded)")
-	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "(not supported yet; refused)")
+	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "turn the model's thinking off, as pVisor maps it per agent and upstream (see README)")
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
 	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
