@@ -57,7 +57,7 @@ func probeVersion(ctx context.Context, entry string, env []string) (version, pri
 	defer cancel()
 	cmd := exec.CommandContext(ctx, entry, "--version")
 	cmd.Env = env
-	out := &cappedBuffer{max: probeMaxOut}
+	out := &CappedBuffer{Max: probeMaxOut}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = time.Second
 	err = cmd.Run()
@@ -89,14 +89,15 @@ func firstLine(s string) string {
 	return s
 }
 
-// cappedBuffer keeps the first max bytes written and discards the rest.
-type cappedBuffer struct {
+// CappedBuffer keeps the first Max bytes written and discards the rest
+// (a child's output read whole: a flood must not fill memory).
+type CappedBuffer struct {
 	bytes.Buffer
-	max int
+	Max int
 }
 
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
+func (b *CappedBuffer) Write(p []byte) (int, error) {
+	if room := b.Max - b.Len(); room > 0 {
 		b.Buffer.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil

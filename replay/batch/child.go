@@ -47,7 +47,7 @@ func (c Child) Exec(ctx context.Context, req *replay.Request, log io.Writer) ([]
 	if err != nil {
 		return nil, err
 	}
-	out := &capped{max: maxResultLine}
+	out := &replay.CappedBuffer{Max: maxResultLine}
 	cmd := exec.Command(c.Path, ChildCommand)
 	// argv[0] "pvisor" lets a multi-command test binary dispatch to pvisor.
 	cmd.Args[0] = "pvisor"
@@ -115,21 +115,4 @@ func lastLine(out []byte) []byte {
 		out = out[i+1:]
 	}
 	return bytes.Clone(out)
-}
-
-// capped keeps the first max bytes written and drops the rest.
-type capped struct {
-	bytes.Buffer
-	max int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.Len(); room > 0 {
-		if len(p) > room {
-			c.Buffer.Write(p[:room])
-		} else {
-			c.Buffer.Write(p)
-		}
-	}
-	return len(p), nil
 }

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -228,8 +227,9 @@ func runCheck(ctx context.Context, o Options, agent, entry string, row *Row) (*r
 		cmd.Args = append([]string{o.Self}, args...)
 		row.Network = "host (not root: no network namespace)"
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &capped{w: &stderr, n: 64 << 10}
+	var stdout bytes.Buffer
+	stderr := &replay.CappedBuffer{Max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	cmd.WaitDelay = 5 * time.Second
 	runErr := cmd.Run()
 	line := lastLine(stdout.Bytes())
@@ -352,19 +352,4 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return s
-}
-
-// capped keeps the first n bytes written.
-type capped struct {
-	w io.Writer
-	n int
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if c.n > 0 {
-		k := min(len(p), c.n)
-		c.w.Write(p[:k])
-		c.n -= k
-	}
-	return len(p), nil
 }
