@@ -84,6 +84,9 @@ func Expand(spec *Spec) ([]*Run, []error) {
 			errs = append(errs, fmt.Errorf("%s: %v", where, err))
 			continue
 		}
+		if err := req.CheckPromptFile(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v", where, err))
+		}
 		if e.Workspace != "" {
 			if _, err := workspace.Kind(e.Workspace); err != nil {
 				errs = append(errs, fmt.Errorf("%s: workspace: %v", where, err))

@@ -28,6 +28,10 @@ var reserved = map[string]bool{
 	KeySessionID: true, KeyAgent: true, KeyWorkspace: true, KeySourceBranch: true, KeyTargetBranch: true,
 }
 
+// Names lists every built-in argument name, whether a run has a value
+// for it or not.
+func Names() []string { return builtinNames(nil) }
+
 // NewBuiltIns returns the built-ins of a run: the session id, the agent,
 // the workspace and, when the workspace is a git repository, its branches
 // as the real git reports them. Empty values are left out, so a
