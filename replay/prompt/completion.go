@@ -53,6 +53,7 @@ func (s State) String() string {
 // state machine over the injected clock and safe for concurrent use.
 type Watcher struct {
 	signals []string
+	raw     [][]byte // signals as bytes
 	timeout time.Duration
 	now     func() time.Time
 	keep    int // bytes of text kept between writes: longest signal - 1
@@ -83,6 +84,7 @@ func NewWatcher(c Completion, now func() time.Time) (*Watcher, error) {
 			return nil, fmt.Errorf("a completion signal must not be empty")
 		}
 		w.keep = max(w.keep, len(s)-1)
+		w.raw = append(w.raw, []byte(s))
 	}
 	return w, nil
 }
@@ -95,22 +97,36 @@ func (w *Watcher) Write(p []byte) (int, error) {
 		w.lastSeen = w.now()
 		return len(p), nil
 	}
-	buf := append(w.carry, p...)
+	// A signal that straddles the previous write lies within the kept
+	// bytes and the first keep bytes of p; any other lies within p. Only
+	// that small seam is copied.
+	cl := len(w.carry)
+	seam := append(w.carry, p[:min(len(p), w.keep)]...)
 	end := -1
-	for _, s := range w.signals {
+	consider := func(e int, s string) {
 		// The earliest end in the stream is the signal seen first.
-		if i := bytes.Index(buf, []byte(s)); i >= 0 && (end < 0 || i+len(s) < end) {
-			end, w.matched = i+len(s), s
+		if end < 0 || e < end {
+			end, w.matched = e, s
+		}
+	}
+	for i, s := range w.signals {
+		if j := bytes.Index(seam, w.raw[i]); j >= 0 {
+			consider(j+len(s), s)
+		}
+		if j := bytes.Index(p, w.raw[i]); j >= 0 {
+			consider(cl+j+len(s), s)
 		}
 	}
 	if w.matched != "" {
 		w.carry, w.lastSeen = nil, w.now()
 		return len(p), nil
 	}
-	if len(buf) > w.keep {
-		buf = buf[len(buf)-w.keep:]
+	if len(p) >= w.keep {
+		w.carry = append(seam[:0], p[len(p)-w.keep:]...)
+	} else {
+		rest := seam[max(0, len(seam)-w.keep):]
+		w.carry = append(make([]byte, 0, w.keep), rest...)
 	}
-	w.carry = append(w.carry[:0:0], buf...)
 	return len(p), nil
 }
 

@@ -143,3 +143,26 @@ func TestWatcherDefaultsAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// However a text is cut into writes, the watcher finds the signal exactly
+// when the whole text contains it.
+func FuzzWatcherSplit(f *testing.F) {
+	f.Add("abc <promise>COMPLETE</promise> def", uint16(7), uint16(20))
+	f.Add("<promise>COMPLETE</promis", uint16(1), uint16(2))
+	f.Fuzz(func(t *testing.T, text string, a, b uint16) {
+		i, j := int(a)%(len(text)+1), int(b)%(len(text)+1)
+		if i > j {
+			i, j = j, i
+		}
+		w, err := NewWatcher(Completion{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, part := range []string{text[:i], text[i:j], text[j:]} {
+			w.WriteString(part)
+		}
+		if got, want := w.Matched() != "", strings.Contains(text, DefaultSignal); got != want {
+			t.Fatalf("%q cut at %d,%d: matched %v, want %v", text, i, j, got, want)
+		}
+	})
+}

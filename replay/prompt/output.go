@@ -49,6 +49,19 @@ func CheckTag(tag string) error {
 	return nil
 }
 
+// RequireTag checks that a prompt asks for the structured output: the
+// caller writes the instruction, and a prompt that never names <tag> would
+// send the agent round the retries for nothing.
+func RequireTag(prompt, tag string) error {
+	if err := CheckTag(tag); err != nil {
+		return err
+	}
+	if !strings.Contains(prompt, "<"+tag+">") {
+		return fmt.Errorf("the prompt never mentions <%s>: tell the agent to answer inside <%s>…</%s>", tag, tag, tag)
+	}
+	return nil
+}
+
 // Extract returns the content of the last complete <tag>…</tag> in text,
 // trimmed, without a ```json fence around it.
 func Extract(text, tag string) (string, error) {

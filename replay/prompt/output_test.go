@@ -130,3 +130,33 @@ func TestRetryMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestRequireTag(t *testing.T) {
+	if err := RequireTag("Answer inside <verdict>…</verdict>.", "verdict"); err != nil {
+		t.Error(err)
+	}
+	if err := RequireTag("Answer in JSON.", "verdict"); err == nil || !strings.Contains(err.Error(), "never mentions <verdict>") {
+		t.Errorf("no tag in the prompt: %v", err)
+	}
+}
+
+// Whatever the text, Extract returns content that was between the last
+// complete pair of tags, or an OutputError.
+func FuzzExtract(f *testing.F) {
+	for _, s := range []string{"<r>x</r>", "<r>", "</r><r>", "<r>```json\n{}\n```</r>", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		got, err := Extract(text, "r")
+		if err != nil {
+			var oe *OutputError
+			if !errors.As(err, &oe) {
+				t.Fatalf("error %v is no *OutputError", err)
+			}
+			return
+		}
+		if got == "" || !strings.Contains(text, "</r>") {
+			t.Fatalf("%q from %q", got, text)
+		}
+	})
+}
