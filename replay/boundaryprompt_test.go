@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,7 +62,10 @@ func TestContinueWithPromptFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.ws, "notes.txt"), []byte("PVISOR-NOTE-7\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.promptFile(t, "Issue {{ISSUE}} of {{SESSION_ID}} ({{AGENT}}).\nNotes: !`cat notes.txt`\n",
+	if out, err := exec.Command("git", "-C", f.ws, "init", "-q", "-b", "fix-7").CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	f.promptFile(t, "Issue {{ISSUE}} of {{SESSION_ID}} ({{AGENT}}) on {{SOURCE_BRANCH}} in {{WORKSPACE}}.\nNotes: !`cat notes.txt`\n",
 		prompt.Arg{Key: "ISSUE", Value: "#42"}, prompt.Arg{Key: "UNUSED", Value: "x"})
 	up := &seenUpstream{}
 	f.req.Hooks = &Hooks{Upstream: func(u bridge.Upstream) bridge.Upstream { up.Upstream = u; return up }}
@@ -70,7 +75,7 @@ func TestContinueWithPromptFile(t *testing.T) {
 	if res.Failure != nil || res.AgentStatus != result.AgentCompleted {
 		t.Fatalf("result: %s\nstderr: %s", res.Line(), stderrOf(f))
 	}
-	const want = "Issue #42 of 01a20000-0000-7000-8000-000000000001 (codex).\nNotes: PVISOR-NOTE-7\n"
+	want := "Issue #42 of 01a20000-0000-7000-8000-000000000001 (codex) on fix-7 in " + f.ws + ".\nNotes: PVISOR-NOTE-7\n"
 	m := promptMeta(res)
 	if m["sha256"] != sha(want) || m["length"] != len(want) || m["requested"] != true || m["injected"] != true ||
 		m["source"] != "file" || m["expanded"] != true {
@@ -83,7 +88,8 @@ func TestContinueWithPromptFile(t *testing.T) {
 	if w, _ := m["warnings"].([]string); len(w) != 1 || !strings.Contains(w[0], "UNUSED") || !strings.Contains(stderr.String(), "warning: --prompt-arg UNUSED") {
 		t.Errorf("unused-argument warning: metadata %v, stderr %q", m["warnings"], stderr.String())
 	}
-	if len(up.bodies) == 0 || !bytes.Contains(up.bodies[0], []byte(`Issue #42 of 01a20000-0000-7000-8000-000000000001 (codex).\nNotes: PVISOR-NOTE-7\n`)) {
+	wantJSON, _ := json.Marshal(want)
+	if len(up.bodies) == 0 || !bytes.Contains(up.bodies[0], wantJSON[1:len(wantJSON)-1]) {
 		t.Errorf("the first model request lacks the resolved prompt")
 	}
 	noSecret(t, "PVISOR-NOTE-7", filepath.Join(f.dir, "state"), filepath.Join(f.dir, "out"))

@@ -32,6 +32,15 @@ var reserved = map[string]bool{
 // for it or not.
 func Names() []string { return builtinNames(nil) }
 
+// unsetHint says why a built-in can be missing, for the error.
+var unsetHint = map[string]string{
+	KeySessionID:    "the session has no id",
+	KeyAgent:        "no agent is known",
+	KeyWorkspace:    "no workspace is known",
+	KeySourceBranch: "the workspace is not a git repository git can read, or HEAD is detached",
+	KeyTargetBranch: "the workspace is not a git repository git can read, or its branch has no upstream and origin has no HEAD",
+}
+
 // NewBuiltIns returns the built-ins of a run: the session id, the agent,
 // the workspace and, when the workspace is a git repository, its branches
 // as the real git reports them. Empty values are left out, so a

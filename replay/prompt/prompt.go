@@ -204,7 +204,11 @@ func Load(src Source, b BuiltIns) (*Template, error) {
 			v, ok := values[key]
 			if !ok {
 				at := line + strings.Count(text[:loc[0]], "\n")
-				missing = append(missing, fmt.Sprintf("%s:%d: {{%s}} has no value: pass --prompt-arg %s=VALUE", src.File, at, key, key))
+				hint := fmt.Sprintf("pass --prompt-arg %s=VALUE", key)
+				if h, ok := unsetHint[key]; ok {
+					hint = "it is a built-in this run has no value for (" + h + ")"
+				}
+				missing = append(missing, fmt.Sprintf("%s:%d: {{%s}} has no value: %s", src.File, at, key, hint))
 				continue
 			}
 			used[key] = true

@@ -122,7 +122,7 @@ func TestLoadSubstitution(t *testing.T) {
 			err: "--prompt-arg AGENT: AGENT is a built-in argument and cannot be overridden"},
 		{name: "absent built-in stays reserved", file: "{{TARGET_BRANCH}}", args: []Arg{{"TARGET_BRANCH", "main"}},
 			err: "TARGET_BRANCH is a built-in argument"},
-		{name: "absent built-in is missing", file: "{{TARGET_BRANCH}}", err: "{{TARGET_BRANCH}} has no value"},
+		{name: "absent built-in is missing", file: "{{TARGET_BRANCH}}", err: "{{TARGET_BRANCH}} has no value: it is a built-in this run has no value for (the workspace is not a git repository"},
 		{name: "empty file", file: " \n\n", err: "is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
