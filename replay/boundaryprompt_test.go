@@ -55,7 +55,7 @@ func sha(s string) string {
 
 // A prompt file through the whole continuation: placeholders filled from
 // arguments and built-ins, the command run in the workspace after the
-// prefix, the resolved text injected into the model requests, and only
+// prefix with the tools' environment, the resolved text injected into the model requests, and only
 // its digest on disk.
 func TestContinueWithPromptFile(t *testing.T) {
 	f := newContFixture(t)
@@ -65,8 +65,10 @@ func TestContinueWithPromptFile(t *testing.T) {
 	if out, err := exec.Command("git", "-C", f.ws, "init", "-q", "-b", "fix-7").CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
-	f.promptFile(t, "Issue {{ISSUE}} of {{SESSION_ID}} ({{AGENT}}) on {{SOURCE_BRANCH}} in {{WORKSPACE}}.\nNotes: !`cat notes.txt`\n",
+	f.promptFile(t, "Issue {{ISSUE}} of {{SESSION_ID}} ({{AGENT}}) on {{SOURCE_BRANCH}} in {{WORKSPACE}}.\nNotes: !`cat notes.txt`\nKey: !`echo ${PVISOR_PROMPT_API_KEY:-hidden}`\n",
 		prompt.Arg{Key: "ISSUE", Value: "#42"}, prompt.Arg{Key: "UNUSED", Value: "x"})
+	// Commands get the replayed tools' environment: no credentials.
+	t.Setenv("PVISOR_PROMPT_API_KEY", "sk-prompt-secret")
 	up := &seenUpstream{}
 	f.req.Hooks = &Hooks{Upstream: func(u bridge.Upstream) bridge.Upstream { up.Upstream = u; return up }}
 	var stderr bytes.Buffer
@@ -75,14 +77,14 @@ func TestContinueWithPromptFile(t *testing.T) {
 	if res.Failure != nil || res.AgentStatus != result.AgentCompleted {
 		t.Fatalf("result: %s\nstderr: %s", res.Line(), stderrOf(f))
 	}
-	want := "Issue #42 of 01a20000-0000-7000-8000-000000000001 (codex) on fix-7 in " + f.ws + ".\nNotes: PVISOR-NOTE-7\n"
+	want := "Issue #42 of 01a20000-0000-7000-8000-000000000001 (codex) on fix-7 in " + f.ws + ".\nNotes: PVISOR-NOTE-7\nKey: hidden\n"
 	m := promptMeta(res)
 	if m["sha256"] != sha(want) || m["length"] != len(want) || m["requested"] != true || m["injected"] != true ||
 		m["source"] != "file" || m["expanded"] != true {
 		t.Errorf("boundary prompt metadata %v, want the digest of %q", m, want)
 	}
 	exps, _ := m["expansions"].([]prompt.Expansion)
-	if len(exps) != 1 || exps[0].Command != "cat notes.txt" || exps[0].ExitCode != 0 || exps[0].Line != 2 {
+	if len(exps) != 2 || exps[0].Command != "cat notes.txt" || exps[0].ExitCode != 0 || exps[0].Line != 2 || exps[1].Line != 3 {
 		t.Errorf("expansions %+v", m["expansions"])
 	}
 	if w, _ := m["warnings"].([]string); len(w) != 1 || !strings.Contains(w[0], "UNUSED") || !strings.Contains(stderr.String(), "warning: --prompt-arg UNUSED") {
