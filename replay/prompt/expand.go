@@ -139,6 +139,9 @@ func (t *Template) Expand(ctx context.Context, workspace string, exec Executor) 
 	outputs := map[*segment]string{}
 	var errs []error
 	for _, j := range jobs {
+		if j.err != nil {
+			j.out.ExitCode = -1 // it never ran: no exit code to report
+		}
 		res.Expansions = append(res.Expansions, Expansion{Command: j.seg.text, Line: j.seg.line, ExitCode: j.out.ExitCode,
 			Duration: j.out.Duration, DurationMS: j.out.Duration.Milliseconds()})
 		e := &ExpansionError{File: t.name, Command: j.seg.text, Line: j.seg.line, ExitCode: j.out.ExitCode}

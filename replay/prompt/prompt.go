@@ -115,7 +115,7 @@ func (s Source) Check() error {
 type Expansion struct {
 	Command  string        `json:"command"`
 	Line     int           `json:"line"`
-	ExitCode int           `json:"exit_code"`
+	ExitCode int           `json:"exit_code"` // -1: it could not run
 	Duration time.Duration `json:"-"`
 	// DurationMS is Duration for JSON.
 	DurationMS int64 `json:"duration_ms"`
@@ -194,11 +194,15 @@ func Load(src Source, b BuiltIns) (*Template, error) {
 	t := &Template{name: src.File}
 	used := map[string]bool{}
 	var missing []string
+	size := 0 // bytes of the filled text so far: values may repeat a lot
 	fill := func(text string, line int, quote bool) string {
-		var b strings.Builder
+		var sb strings.Builder
 		last := 0
 		for _, loc := range placeholder.FindAllStringSubmatchIndex(text, -1) {
-			b.WriteString(text[last:loc[0]])
+			if size+sb.Len() > MaxTextBytes {
+				break
+			}
+			sb.WriteString(text[last:loc[0]])
 			last = loc[1]
 			key := text[loc[2]:loc[3]]
 			v, ok := values[key]
@@ -215,10 +219,11 @@ func Load(src Source, b BuiltIns) (*Template, error) {
 			if quote {
 				v = shellQuote(v)
 			}
-			b.WriteString(v)
+			sb.WriteString(v)
 		}
-		b.WriteString(text[last:])
-		return b.String()
+		sb.WriteString(text[last:])
+		size += sb.Len()
+		return sb.String()
 	}
 	text, last, line := string(data), 0, 1
 	for _, loc := range expression.FindAllStringSubmatchIndex(text, -1) {
@@ -234,6 +239,9 @@ func Load(src Source, b BuiltIns) (*Template, error) {
 	}
 	if len(missing) > 0 {
 		return nil, errors.New(strings.Join(missing, "; "))
+	}
+	if size > MaxTextBytes {
+		return nil, fmt.Errorf("%s is over %d bytes once its placeholders are filled: use shorter values", src.File, MaxTextBytes)
 	}
 	if text, ok := t.Text(); ok && strings.TrimSpace(text) == "" {
 		return nil, fmt.Errorf("%s %s is empty: a prompt must contain a non-whitespace character", ff, src.File)

@@ -124,6 +124,8 @@ func TestLoadSubstitution(t *testing.T) {
 			err: "TARGET_BRANCH is a built-in argument"},
 		{name: "absent built-in is missing", file: "{{TARGET_BRANCH}}", err: "{{TARGET_BRANCH}} has no value: it is a built-in this run has no value for (the workspace is not a git repository"},
 		{name: "empty file", file: " \n\n", err: "is empty"},
+		{name: "values blow the size cap", file: strings.Repeat("{{BIG}}", 5000), args: []Arg{{"BIG", strings.Repeat("x", 1000)}},
+			err: "once its placeholders are filled"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := writeFile(t, dir, "p.md", tc.file)
@@ -362,5 +364,27 @@ func TestGitBranches(t *testing.T) {
 	want := BuiltIns{KeySessionID: "sid", KeyAgent: "codex", KeyWorkspace: clone, KeyTargetBranch: "trunk"}
 	if d := cmp.Diff(want, b); d != "" {
 		t.Errorf("built-ins (-want +got):\n%s", d)
+	}
+}
+
+// failingExec cannot start anything.
+type failingExec struct{}
+
+func (failingExec) Run(context.Context, string, string) (ExecResult, error) {
+	return ExecResult{}, errors.New("no shell here")
+}
+
+// A command that cannot start fails the prompt and reports no exit code.
+func TestExpandCannotRun(t *testing.T) {
+	p := writeFile(t, t.TempDir(), "p.md", "x !`true`")
+	res, err := Resolve(context.Background(), Source{File: p}, nil, t.TempDir(), failingExec{})
+	if err == nil || !strings.Contains(err.Error(), "p.md:1: !`true` could not run: no shell here") {
+		t.Fatalf("error %v", err)
+	}
+	if len(res.Expansions) != 1 || res.Expansions[0].ExitCode != -1 {
+		t.Errorf("expansions %+v", res.Expansions)
+	}
+	if _, err := Resolve(context.Background(), Source{File: p}, nil, t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "need an executor") {
+		t.Errorf("no executor: %v", err)
 	}
 }
