@@ -2,11 +2,8 @@ package replay
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"path/filepath"
-	"unicode/utf8"
 
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
@@ -146,9 +143,7 @@ func promptDigest(m map[string]any, p string) {
 	if p == "" {
 		return
 	}
-	sum := sha256.Sum256([]byte(p))
-	m["sha256"] = hex.EncodeToString(sum[:])
-	m["length"] = utf8.RuneCountInString(p)
+	m["sha256"], m["length"] = prompt.Digest(p)
 }
 
 // warn prints a warning where progress goes.

@@ -12,6 +12,8 @@ package prompt
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	toolrun "github.com/pvisor/pvisor/run"
 )
@@ -126,6 +129,28 @@ type Resolved struct {
 	Text       string
 	Warnings   []string
 	Expansions []Expansion
+}
+
+// Digest is how a result names a prompt without holding it: its SHA-256
+// (hex) and its length in characters, as the boundary prompt's metadata
+// has always recorded them.
+func Digest(text string) (sha256Hex string, length int) {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:]), utf8.RuneCountInString(text)
+}
+
+// Record describes a resolved prompt for a result, never its text: sha256,
+// length, the commands with their lines and exit codes, and the warnings.
+func (r Resolved) Record() map[string]any {
+	sum, n := Digest(r.Text)
+	m := map[string]any{"sha256": sum, "length": n, "expansions": r.Expansions}
+	if r.Expansions == nil {
+		m["expansions"] = []Expansion{}
+	}
+	if len(r.Warnings) > 0 {
+		m["warnings"] = r.Warnings
+	}
+	return m
 }
 
 // Resolve loads src and expands its commands in workspace with exec:

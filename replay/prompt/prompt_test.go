@@ -388,3 +388,20 @@ func TestExpandCannotRun(t *testing.T) {
 		t.Errorf("no executor: %v", err)
 	}
 }
+
+func TestRecord(t *testing.T) {
+	// The FIPS 180-2 test vector: sha256("abc").
+	m := Resolved{Text: "abc", Warnings: []string{"w"}, Expansions: []Expansion{{Command: "date", Line: 2}}}.Record()
+	if m["sha256"] != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" || m["length"] != 3 {
+		t.Errorf("record %v", m)
+	}
+	if d := cmp.Diff([]string{"w"}, m["warnings"]); d != "" {
+		t.Error(d)
+	}
+	if _, n := Digest("héllo"); n != 5 {
+		t.Errorf("length of héllo: %d characters, want 5 (it is 6 bytes)", n)
+	}
+	if m := (Resolved{Text: "x"}).Record(); m["expansions"] == nil || m["warnings"] != nil {
+		t.Errorf("record without commands or warnings %v", m)
+	}
+}
