@@ -202,7 +202,7 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 	if err := r.journal.Append(eventContinuationStarted, map[string]any{
 		"agent": agent, "version": *r.res.Agent.Version, "entrypoint": *r.res.Agent.Entrypoint,
 		"upstream": cs.upMeta["kind"], "max_live_steps": cs.budget,
-		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
+		"boundary_user_prompt_requested": r.promptRequested(),
 	}); err != nil {
 		return nil, journalErr(err)
 	}

@@ -13,11 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
 	"github.com/pvisor/pvisor/bridge/recorded"
+	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -51,7 +51,10 @@ type run struct {
 	// Continuation state (continue.go).
 	cont     *contState
 	recorded *recorded.Upstream
-	degraded []string // why quality is degraded beyond stale observations
+	// promptTpl is the boundary prompt file, loaded; its commands run
+	// just before the continuation.
+	promptTpl *prompt.Template
+	degraded  []string // why quality is degraded beyond stale observations
 }
 
 // Run executes a request and returns its result; it never returns nil. The
@@ -96,6 +99,9 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.checkBudget(); err != nil {
 		return err
 	}
+	if err := r.loadBoundaryPrompt(ctx); err != nil {
+		return err
+	}
 	if err := r.allocate(); err != nil {
 		return err
 	}
@@ -109,7 +115,7 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.journal.Append(result.EventRunStarted, map[string]any{
 		"run_id": r.req.RunID, "agent": plan.Format.Agent(), "mode": r.req.Mode.String(),
 		"source_sha256": plan.Manifest.Source.SHA256, "after_step": r.req.AfterStep,
-		"boundary_user_prompt_requested": r.req.BoundaryUserPrompt != "",
+		"boundary_user_prompt_requested": r.promptRequested(),
 		"boundary_user_prompt_sha256":    promptSHA,
 	}); err != nil {
 		return journalErr(err)
@@ -139,6 +145,9 @@ func (r *run) execute(ctx context.Context) error {
 		}
 	}
 	if r.req.Mode == Continue {
+		if err := r.expandBoundaryPrompt(ctx); err != nil {
+			return err
+		}
 		if err := r.continueAgent(ctx); err != nil {
 			return err
 		}
@@ -322,13 +331,8 @@ func orDefault(s, def string) string {
 
 // boundaryPromptMetadata describes the boundary prompt without its text.
 func (r *run) boundaryPromptMetadata() map[string]any {
-	p := r.req.BoundaryUserPrompt
-	m := map[string]any{"requested": p != "", "injected": false, "injection_count": 0}
-	if p != "" {
-		sum := sha256.Sum256([]byte(p))
-		m["sha256"] = hex.EncodeToString(sum[:])
-		m["length"] = utf8.RuneCountInString(p)
-	}
+	m := map[string]any{"requested": r.promptRequested(), "injected": false, "injection_count": 0}
+	promptDigest(m, r.req.BoundaryUserPrompt)
 	switch r.req.Mode {
 	case PrepareOnly:
 		m["reason"] = "prepare_only"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/replay/prompt"
 )
 
 // Mode selects how far a run goes.
@@ -52,6 +53,12 @@ type Request struct {
 	Mode                   Mode
 	AllowStaleObservations bool
 	BoundaryUserPrompt     string
+	// BoundaryUserPromptFile is a prompt file for the boundary prompt
+	// instead of BoundaryUserPrompt: its {{KEY}} placeholders come from
+	// PromptArgs and the built-ins, its !`command` expressions run in the
+	// workspace before the agent starts (see replay/prompt).
+	BoundaryUserPromptFile string       `json:",omitempty"`
+	PromptArgs             []prompt.Arg `json:",omitempty"`
 	RunID                  string
 	SessionID              string
 	Workspace              string
@@ -135,8 +142,9 @@ func (r *Request) Validate() error {
 		return configErr("--session-id must contain no NUL, CR or LF")
 	case r.Run.TimeoutMS < 0:
 		return configErr("--timeout-ms %d: must be positive (or 0 for no limit)", r.Run.TimeoutMS)
-	case r.BoundaryUserPrompt != "" && strings.TrimSpace(r.BoundaryUserPrompt) == "":
-		return configErr("--boundary-user-prompt must contain a non-whitespace character")
+	}
+	if err := r.checkBoundaryPrompt(); err != nil {
+		return err
 	}
 	// Accepted for compatibility with existing configs, but not built yet:
 	// refusing beats silently running without them.

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/prompt"
 	toolrun "github.com/pvisor/pvisor/run"
 )
 
@@ -24,28 +27,32 @@ type replayFile struct {
 }
 
 type replayTable struct {
-	Agent                  string   `toml:"agent"`
-	Trajectory             string   `toml:"trajectory"`
-	Instance               string   `toml:"instance"`
-	AfterStep              int      `toml:"after_step"`
-	MaxSteps               *int     `toml:"max_steps"`
-	PrepareOnly            bool     `toml:"prepare_only"`
-	ReplayOnly             bool     `toml:"replay_only"`
-	AllowStaleObservations bool     `toml:"allow_stale_observations"`
-	BoundaryUserPrompt     string   `toml:"boundary_user_prompt"`
-	RunID                  string   `toml:"run_id"`
-	SessionID              string   `toml:"session_id"`
-	Workspace              string   `toml:"workspace"`
-	StateDir               string   `toml:"state_dir"`
-	OutputDir              string   `toml:"output_dir"`
-	AgentEntrypoint        string   `toml:"agent_entrypoint"`
-	AgentRuntime           string   `toml:"agent_runtime"`
-	AgentArgs              []string `toml:"agent_args"`
-	DisallowedTools        []string `toml:"disallowed_tools"`
-	AllowUntestedVersion   bool     `toml:"allow_untested_version"`
-	DisableThinking        bool     `toml:"disable_thinking"`
-	Upstream               string   `toml:"upstream"`
-	UpstreamModel          string   `toml:"upstream_model"`
+	Agent                  string `toml:"agent"`
+	Trajectory             string `toml:"trajectory"`
+	Instance               string `toml:"instance"`
+	AfterStep              int    `toml:"after_step"`
+	MaxSteps               *int   `toml:"max_steps"`
+	PrepareOnly            bool   `toml:"prepare_only"`
+	ReplayOnly             bool   `toml:"replay_only"`
+	AllowStaleObservations bool   `toml:"allow_stale_observations"`
+	BoundaryUserPrompt     string `toml:"boundary_user_prompt"`
+	// BoundaryUserPromptFile and PromptArgs are --boundary-user-prompt-file
+	// and its --prompt-arg values (a table: prompt_args = { ISSUE = "42" }).
+	BoundaryUserPromptFile string            `toml:"boundary_user_prompt_file"`
+	PromptArgs             map[string]string `toml:"prompt_args"`
+	RunID                  string            `toml:"run_id"`
+	SessionID              string            `toml:"session_id"`
+	Workspace              string            `toml:"workspace"`
+	StateDir               string            `toml:"state_dir"`
+	OutputDir              string            `toml:"output_dir"`
+	AgentEntrypoint        string            `toml:"agent_entrypoint"`
+	AgentRuntime           string            `toml:"agent_runtime"`
+	AgentArgs              []string          `toml:"agent_args"`
+	DisallowedTools        []string          `toml:"disallowed_tools"`
+	AllowUntestedVersion   bool              `toml:"allow_untested_version"`
+	DisableThinking        bool              `toml:"disable_thinking"`
+	Upstream               string            `toml:"upstream"`
+	UpstreamModel          string            `toml:"upstream_model"`
 }
 
 type runTable struct {
@@ -103,6 +110,10 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 	}
 	if r.MaxSteps != nil {
 		req.MaxSteps, req.MaxStepsSet = *r.MaxSteps, true
+	}
+	req.BoundaryUserPromptFile = rel(r.BoundaryUserPromptFile)
+	for _, k := range slices.Sorted(maps.Keys(r.PromptArgs)) {
+		req.PromptArgs = append(req.PromptArgs, prompt.Arg{Key: k, Value: r.PromptArgs[k]})
 	}
 	switch {
 	case r.PrepareOnly:

@@ -6,11 +6,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -45,9 +47,17 @@ ANTHROPIC_BASE_URL. Keys stay with pvisor; the agent never sees them.
 Completions for OpenAI-compatible servers (name the served model with
 --upstream-model).
 
+Boundary prompt: --boundary-user-prompt TEXT is used as written;
+--boundary-user-prompt-file FILE fills {{KEY}} from --prompt-arg KEY=VALUE
+and the built-ins SESSION_ID, AGENT, WORKSPACE, SOURCE_BRANCH and
+TARGET_BRANCH (git), then replaces each ` + "!`command`" + ` with what it prints, run
+in the workspace like a replayed tool, all at once, just before the agent
+starts. A missing value is exit 2, a failing command exit 30. Only the
+prompt's length and sha256 and the commands' exit codes are recorded.
+
 Exit codes: 0 ok, 2 configuration, 10 trajectory, 11 unsupported agent or
-version, 20 workspace, 30 executor, 31 ambiguous execution, 40 continuation
-or model, 50 internal.
+version, 20 workspace, 30 executor (a replayed tool or a prompt command),
+31 ambiguous execution, 40 continuation or model, 50 internal.
 
 Flags:
 `
@@ -128,6 +138,8 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.BoolVar(&replayOnly, "replay-only", false, "stop before the agent's first model request")
 	fs.BoolVar(&req.AllowStaleObservations, "allow-stale-observations", false, "reuse recorded observations of tools the replay cannot run (quality becomes degraded)")
 	fs.StringVar(&req.BoundaryUserPrompt, "boundary-user-prompt", "", "user `text` appended after the boundary observation (only its length and sha256 are recorded)")
+	fs.StringVar(&req.BoundaryUserPromptFile, "boundary-user-prompt-file", "", "boundary prompt from a `file` with {{KEY}} placeholders and command expansions (see Boundary prompt above)")
+	promptArgs := fs.StringArray("prompt-arg", nil, "fill the {{KEY}} placeholders of --boundary-user-prompt-file: `KEY=VALUE` (repeatable)")
 	fs.StringVar(&req.RunID, "run-id", "", "run `id` ([A-Za-z0-9_-]+; default replay-<uuid>)")
 	fs.StringVar(&req.SessionID, "session-id", "", "model-router session `key` sent upstream as X-LiteLLM-Session-ID (default: the run id)")
 	fs.StringVar(&req.Workspace, "workspace", "", "`dir` the tools run in (default: current directory)")
@@ -190,6 +202,17 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 		return r, err
 	}
 	req.MaxStepsSet = fs.Changed("max-steps")
+	pargs, err := prompt.ParseArgs(*promptArgs)
+	if err != nil {
+		return req, err
+	}
+	req.PromptArgs = pargs
+	if req.BoundaryUserPromptFile != "" {
+		// Absolute, so an overlay or batch worker reads the same file.
+		if req.BoundaryUserPromptFile, err = filepath.Abs(req.BoundaryUserPromptFile); err != nil {
+			return req, fmt.Errorf("--boundary-user-prompt-file: %v", err)
+		}
+	}
 	if fs.Changed("session-id") && req.SessionID == "" {
 		return req, fmt.Errorf("--session-id: session_id must be non-empty and contain no NUL, CR, or LF")
 	}

@@ -65,6 +65,9 @@ type Run struct {
 	Model      string `json:"model,omitempty"`
 
 	req replay.Request // settings; paths and ids are filled in by the runner
+	// promptFile is the boundary prompt file as the batch file names it,
+	// so run ids do not depend on where the study sits on disk.
+	promptFile string
 }
 
 // Expand turns a spec into its runs. It checks everything it can without
@@ -83,6 +86,9 @@ func Expand(spec *Spec) ([]*Run, []error) {
 		if err := req.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %v", where, err))
 			continue
+		}
+		if err := req.CheckPromptFile(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v", where, err))
 		}
 		if e.Workspace != "" {
 			if _, err := workspace.Kind(e.Workspace); err != nil {
@@ -135,6 +141,9 @@ func Expand(spec *Spec) ([]*Run, []error) {
 							AfterStep: step, Repeat: rep, Upstream: e.Request.Upstream, Model: e.Request.UpstreamModel, req: e.Request}
 						r.req.Trajectory = path
 						r.req.AfterStep = step
+						if f := e.Request.BoundaryUserPromptFile; f != "" {
+							r.promptFile = shown(base, f)
+						}
 						if e.Workspace != "" {
 							r.Workspace = shown(base, e.Workspace)
 							r.req.Workspace = e.Workspace
@@ -172,6 +181,7 @@ var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
 func runID(r *Run) string {
 	settings := r.req
 	settings.Trajectory, settings.Workspace, settings.RunID = r.Trajectory, r.Workspace, ""
+	settings.BoundaryUserPromptFile = r.promptFile
 	settings.StateRoot, settings.OutputRoot = "", ""
 	settings.AgentEntrypoint = filepath.Base(settings.AgentEntrypoint)
 	key, _ := json.Marshal(struct {
