@@ -67,6 +67,12 @@ func (sessions) Locate(root, id string) (*session.Located, error) {
 	return loc, nil
 }
 
+// Place moves a file into the project directory of cwd, which Claude Code
+// keys by its realpath (the caller resolves it).
+func (sessions) Place(rel, cwd string) string {
+	return session.ReplaceDir(rel, 2, "projects", ProjectKey(cwd))
+}
+
 // Origin is the first entry's cwd (later entries follow the shell's cd)
 // and the CLI version Claude Code writes on every entry.
 func (sessions) Origin(r io.Reader) (session.Origin, error) {

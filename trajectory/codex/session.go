@@ -45,6 +45,10 @@ func (sessions) Locate(root, id string) (*store.Located, error) {
 	return &store.Located{Agent: trajectory.Codex, ID: id, Root: root, Main: main}, nil
 }
 
+// Place keeps the rollout's date path: Codex finds a session by id in any
+// date directory.
+func (sessions) Place(rel, _ string) string { return rel }
+
 // Origin is session_meta's cwd and cli_version.
 func (sessions) Origin(r io.Reader) (store.Origin, error) {
 	var o store.Origin

@@ -53,6 +53,12 @@ func (sessions) Locate(root, id string) (*store.Located, error) {
 	return &store.Located{Agent: trajectory.Pi, ID: id, Root: root, Main: main}, nil
 }
 
+// Place moves the file into the session directory of cwd: Pi looks there
+// first for --session, and elsewhere asks whether to fork.
+func (sessions) Place(rel, cwd string) string {
+	return store.ReplaceDir(rel, 2, "sessions", SessionDir(cwd))
+}
+
 // Origin is the header's cwd. Pi records no CLI version in the file (the
 // header's "version" is the session format's).
 func (sessions) Origin(r io.Reader) (store.Origin, error) {

@@ -38,6 +38,21 @@ type Store interface {
 	// Locate finds session id under root by its id, never by a path built
 	// from a cwd, with the sidecar files that belong to it.
 	Locate(root, id string) (*Located, error)
+	// Place is where a file of a session, rel (relative to Root, as Locate
+	// returned it), belongs once the session's cwd is cwd: the CLI looks
+	// for a session in the directory its cwd names (Claude's project key,
+	// Pi's session directory), so a restore into another cwd moves it.
+	Place(rel, cwd string) string
+}
+
+// ReplaceDir swaps the first n components of rel for dir's: the usual
+// Place for stores keyed by a directory at a fixed depth.
+func ReplaceDir(rel string, n int, dir ...string) string {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) <= n {
+		return rel
+	}
+	return filepath.Join(append(dir, parts[n:]...)...)
 }
 
 // Located is a session on disk. Paths are relative to Root, so a copy keeps
