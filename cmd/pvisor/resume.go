@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/result"
+)
+
+const resumeUsage = `Usage: pvisor resume --agent A (--session ID [--home DIR] | --bundle DIR [--home DIR])
+                     --workspace DIR (--prompt TEXT | --prompt-file F) [flags]
+
+Continues a captured conversation in this sandbox with the agent CLI's own
+resume (claude --resume, codex exec resume, pi --session), its model
+requests going through pvisor's loopback bridge to --upstream. The session
+comes from a bundle ('pvisor capture') or, by id, from the agent's state
+under --home. It is restored into an isolated home in the state dir (or,
+with --bundle, into --home: anything already there is moved to
+<state>/.pvisor-recovery/ first, and the result says where), with the
+recorded cwd rewritten to the workspace's realpath and the file placed
+where the CLI looks for it from there. After the run the session is
+captured again into <output>/<run-id>/sessions/. The session must keep its
+id, and the session it came from is checked unchanged.
+
+Prints one sandbox-playback.result/v3 line (metadata.session.mode
+"resume"); the prompt's text is never stored, only its length and SHA-256.
+Exit status: 0 ok, 2 a bad flag, id or bundle, 10 no session or several
+with that id, 11 an agent or CLI version without resume support, 20 the
+workspace or directories, 40 the agent or the model failed.
+
+Agents: claude-code, codex, pi.
+
+Examples:
+    # Resume a Codex session from a sandbox's home in this checkout, with a
+    # scripted fake model (no model service needed).
+    $ pvisor resume --agent codex --session 01a22998-569d-74b2-aebf-25f39bc1a17a \
+        --home /sandbox/home --workspace . --prompt 'Now add tests.' \
+        --upstream fake --fake-script script.json
+
+    # Resume a captured Claude Code session against the Anthropic API
+    # (ANTHROPIC_API_KEY is read by pvisor and never reaches the CLI).
+    $ pvisor resume --agent claude-code --bundle ./bundles/claude-code/0a1b2c3d-9f3e-4b6a-8c1d-2e3f4a5b6c7d \
+        --workspace /w/repo --prompt-file next.md
+
+Flags:
+`
+
+func cmdResume(args []string, stdout, stderr io.Writer) int {
+	return cmdSessionRun(replay.ModeResume, resumeUsage, args, stdout, stderr)
+}
+
+// cmdSessionRun is resume and fork: the same flags, another mode.
+func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet(mode, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	req := &replay.SessionRequest{Mode: mode}
+	var home, promptFile string
+	fs.StringVar(&req.Agent, "agent", "", "agent whose session it is (claude-code, codex, pi)")
+	fs.StringVar(&req.SessionID, "session", "", "session id, as the agent CLI printed it")
+	fs.StringVar(&home, "home", "", "with --session: the HOME the agent ran under; with --bundle: the HOME to restore into")
+	fs.StringVar(&req.Bundle, "bundle", "", "bundle `dir` from pvisor capture")
+	fs.StringVar(&req.Workspace, "workspace", "", "directory the agent resumes in")
+	fs.StringVar(&req.Prompt, "prompt", "", "the message to continue with")
+	fs.StringVar(&promptFile, "prompt-file", "", "read the message from this `file`")
+	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: anthropic-messages, openai-responses, openai-chat, or fake (default: the agent's protocol)")
+	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "model an openai-chat server serves (Claude Code on Chat Completions)")
+	fs.StringVar(&req.FakeScript, "fake-script", "", "reply script `file` for --upstream fake")
+	fs.StringVar(&req.AgentEntrypoint, "agent-entrypoint", "", "agent CLI `path` (default: on PATH)")
+	fs.StringArrayVar(&req.AgentArgs, "agent-arg", nil, "native argument added to the CLI (repeatable)")
+	fs.BoolVar(&req.AllowUntestedVersion, "allow-untested-version", false, "run a CLI outside the tested range (quality degraded)")
+	fs.DurationVar(&req.IdleTimeout, "idle-timeout", replay.DefaultIdleTimeout, "stop an agent silent for this long")
+	fs.StringVar(&req.RunID, "run-id", "", "run id (default: generated)")
+	fs.StringVar(&req.StateRoot, "state-dir", replay.DefaultStateRoot, "state root")
+	fs.StringVar(&req.OutputRoot, "output-dir", replay.DefaultOutputRoot, "output root")
+	failEarly := func(format string, a ...any) int {
+		res := result.New(req.RunID, req.Agent)
+		res.Fail(result.ConfigurationError, fmt.Sprintf(format, a...))
+		res.MarkEarly()
+		res.Metadata["session"] = map[string]any{"mode": mode}
+		stdout.Write(res.Line())
+		fmt.Fprintf(stderr, "pvisor %s: %s\n", mode, res.Failure.Message)
+		return result.ExitCode(res.Failure)
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == pflag.ErrHelp {
+			return 0
+		}
+		return failEarly("%v", err)
+	}
+	switch {
+	case fs.NArg() != 0:
+		return failEarly("unexpected arguments %q (the session id goes in --session)", fs.Args())
+	case req.Agent == "":
+		return failEarly("--agent is required")
+	case fs.Changed("prompt") && promptFile != "":
+		return failEarly("--prompt and --prompt-file are exclusive")
+	case !fs.Changed("prompt") && promptFile == "":
+		return failEarly("a prompt is required: --prompt TEXT or --prompt-file FILE")
+	}
+	if promptFile != "" {
+		data, err := readCapped(promptFile, maxPromptBytes)
+		if err != nil {
+			return failEarly("--prompt-file: %v", err)
+		}
+		req.Prompt = string(data)
+	}
+	if req.Prompt == "" {
+		return failEarly("the prompt is empty")
+	}
+	if req.Bundle != "" {
+		req.TargetHome = home
+	} else {
+		req.SourceHome = home
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	res := replay.RunSession(ctx, req)
+	stop()
+	res.Metadata["prompt"] = replay.PromptMetadata(req.Prompt)
+	stdout.Write(res.Line())
+	if res.Failure != nil {
+		fmt.Fprintf(stderr, "pvisor %s: %s: %s\n", mode, res.Failure.Category, res.Failure.Message)
+	}
+	return result.ExitCode(res.Failure)
+}
+
+// maxPromptBytes bounds a prompt file.
+const maxPromptBytes = 1 << 20
+
+func readCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("%s is over %d bytes", path, max)
+	}
+	return data, nil
+}

@@ -1,0 +1,279 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// resumeSpec is how one agent CLI resumes or forks a restored session
+// against the bridge: its native flags, the configuration it needs to talk
+// to the bridge, and where its output names the session it continued.
+type resumeSpec struct {
+	command   func(c resumeCall) (resumeCommand, error)
+	sessionID func(stdout string) (string, error)
+}
+
+// resumeCall is what a spec is given.
+type resumeCall struct {
+	mode, sid   string
+	home, root  string // the HOME and the agent's state directory in it
+	main        string // the restored main session file
+	prompt      string
+	bridge      BridgeAddr
+	args        []string // --agent-arg
+	backup      string   // where a config file already in root goes first
+	path        string   // PATH
+}
+
+type resumeCommand struct {
+	Command
+	meta map[string]any
+}
+
+// resumeSpecs are the agents pvisor resume and fork support: file-backed
+// sessions with native resume and fork flags (reference/capture.md §5.4).
+var resumeSpecs = map[string]resumeSpec{
+	trajectory.ClaudeCode: {claudeResume, streamID("type", "system", "session_id")},
+	trajectory.Codex:      {codexResume, streamID("type", "thread.started", "thread_id")},
+	trajectory.Pi:         {piResume, streamID("type", "session", "id")},
+}
+
+func resumeAgents() []string {
+	out := make([]string, 0, len(resumeSpecs))
+	for a := range resumeSpecs {
+		out = append(out, a)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// canonicalAgent maps the existing tooling's names.
+func canonicalAgent(a string) string {
+	if a == "pi-agent" {
+		return trajectory.Pi
+	}
+	return a
+}
+
+// claudeResume: --resume in print mode with the prompt on stdin;
+// --fork-session gives the continuation a new id.
+func claudeResume(c resumeCall) (resumeCommand, error) {
+	args := []string{"--print", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "--resume", c.sid}
+	if c.mode == ModeFork {
+		args = append(args, "--fork-session")
+	}
+	meta := map[string]any{}
+	data, err := os.ReadFile(c.main)
+	if err != nil {
+		return resumeCommand{}, err
+	}
+	if m := recordedModel(data, c.args); m != "" {
+		args = append(args, "--model", m)
+		meta["model_flag"] = map[string]any{"model": m, "source": "the model of the session's last response"}
+	}
+	args = append(args, c.args...)
+	env := []string{
+		"CLAUDE_CONFIG_DIR=" + c.root,
+		"ANTHROPIC_BASE_URL=" + c.bridge.URL,
+		"ANTHROPIC_API_KEY=" + c.bridge.Token,
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1",
+		"IS_SANDBOX=1",
+	}
+	return resumeCommand{Command{Args: args, Env: env, Stdin: []byte(c.prompt)}, meta}, nil
+}
+
+// builtinCodexProviders cannot be redefined in config.toml.
+var builtinCodexProviders = []string{"openai", "oss", "ollama", "lmstudio"}
+
+// codexResume: `codex exec resume|fork <id> -` with the prompt on stdin and a
+// config.toml whose provider is the bridge. The provider keeps the name the
+// session recorded, so Codex sees no provider switch.
+func codexResume(c resumeCall) (resumeCommand, error) {
+	provider, model := codexProvider, ""
+	err := scanLines(c.main, func(line []byte) {
+		switch gjson.GetBytes(line, "type").Str {
+		case "session_meta":
+			if p := gjson.GetBytes(line, "payload.model_provider").Str; p != "" && !slices.Contains(builtinCodexProviders, p) && runIDPattern.MatchString(p) {
+				provider = p
+			}
+		case "turn_context":
+			if m := gjson.GetBytes(line, "payload.model").Str; m != "" {
+				model = m
+			}
+		}
+	})
+	if err != nil {
+		return resumeCommand{}, err
+	}
+	var cfg strings.Builder
+	if model != "" {
+		fmt.Fprintf(&cfg, "model = %q\n", model)
+	}
+	fmt.Fprintf(&cfg, `model_provider = %q
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[features]
+plugins = false
+enable_request_compression = false
+
+[model_providers.%s]
+name = "pvisor bridge"
+base_url = %q
+wire_api = "responses"
+env_key = %q
+supports_websockets = false
+`, provider, provider, c.bridge.URL+"/v1", codexTokenEnv)
+	if err := writeConfig(filepath.Join(c.root, "config.toml"), []byte(cfg.String()), c.backup); err != nil {
+		return resumeCommand{}, err
+	}
+	sub := "resume"
+	if c.mode == ModeFork {
+		sub = "fork"
+	}
+	args := append([]string{"exec", sub, "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}, c.args...)
+	args = append(args, c.sid, "-")
+	env := []string{"CODEX_HOME=" + c.root, codexTokenEnv + "=" + c.bridge.Token}
+	return resumeCommand{Command{Args: args, Env: env, Stdin: []byte(c.prompt)},
+		map[string]any{"codex_provider": provider, "codex_model": model}}, nil
+}
+
+// piResume: `pi --mode json --session <id>` (or --fork <id>) with a
+// models.json that sends the session's provider to the bridge. Pi takes the
+// prompt as an argument.
+func piResume(c resumeCall) (resumeCommand, error) {
+	var provider, model string
+	err := scanLines(c.main, func(line []byte) {
+		rec := gjson.ParseBytes(line)
+		switch rec.Get("type").Str {
+		case "model_change":
+			provider, model = rec.Get("provider").Str, rec.Get("modelId").Str
+		case "message":
+			if p := rec.Get("message.provider").Str; p != "" && rec.Get("message.model").Str != "" {
+				provider, model = p, rec.Get("message.model").Str
+			}
+		}
+	})
+	if err != nil {
+		return resumeCommand{}, err
+	}
+	if provider == "" || model == "" {
+		return resumeCommand{}, errors.New("the session names no provider and model (model_change entries or assistant messages)")
+	}
+	models := map[string]any{"providers": map[string]any{provider: map[string]any{
+		"baseUrl": c.bridge.URL + "/v1",
+		"api":     "openai-completions",
+		"apiKey":  piTokenEnv,
+		"models":  []any{map[string]any{"id": model, "name": model}},
+	}}}
+	data, err := json.MarshalIndent(models, "", "  ")
+	if err != nil {
+		return resumeCommand{}, err
+	}
+	if err := writeConfig(filepath.Join(c.root, "models.json"), data, c.backup); err != nil {
+		return resumeCommand{}, err
+	}
+	flag := "--session"
+	if c.mode == ModeFork {
+		flag = "--fork"
+	}
+	args := append([]string{"--mode", "json", "--provider", provider, "--model", model}, c.args...)
+	args = append(args, flag, c.sid, c.prompt)
+	env := []string{"PI_CODING_AGENT_DIR=" + c.root, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0",
+		"XDG_CONFIG_HOME=" + filepath.Join(c.home, ".config"), "XDG_DATA_HOME=" + filepath.Join(c.home, ".local", "share"),
+		"XDG_CACHE_HOME=" + filepath.Join(c.home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(c.home, ".local", "state"),
+		"NO_COLOR=1", "TERM=dumb", piTokenEnv + "=" + c.bridge.Token}
+	return resumeCommand{Command{Args: args, Env: env}, map[string]any{"pi_provider": provider, "pi_model": model}}, nil
+}
+
+// writeConfig writes a CLI's configuration file, moving one that is
+// already there to backup first (a restore into a user's home).
+func writeConfig(path string, data []byte, backup string) error {
+	if _, err := os.Lstat(path); err == nil {
+		if err := os.MkdirAll(backup, 0o700); err != nil {
+			return err
+		}
+		if err := os.Rename(path, filepath.Join(backup, filepath.Base(path))); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// maxLine bounds one line of a session file or a CLI's output read here.
+const maxLine = 64 << 20
+
+// scanLines calls f with each line of path.
+func scanLines(path string, f func(line []byte)) error {
+	in, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(r)
+		if len(bytes.TrimSpace(line)) > 0 {
+			f(line)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > maxLine {
+			return nil, fmt.Errorf("a line longer than %d bytes", maxLine)
+		}
+		line = append(line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return line, err
+		}
+	}
+}
+
+// streamID finds the session id in a CLI's JSON event stream: the value at
+// idPath of the first event whose key equals value.
+func streamID(key, value, idPath string) func(string) (string, error) {
+	return func(stdout string) (string, error) {
+		id := ""
+		err := scanLines(stdout, func(line []byte) {
+			if id == "" && gjson.GetBytes(line, key).Str == value {
+				id = gjson.GetBytes(line, idPath).Str
+			}
+		})
+		if err != nil {
+			return "", err
+		}
+		if id == "" {
+			return "", fmt.Errorf("its output has no %s=%q event with a %s", key, value, idPath)
+		}
+		return id, nil
+	}
+}
