@@ -28,14 +28,14 @@ type resumeSpec struct {
 
 // resumeCall is what a spec is given.
 type resumeCall struct {
-	mode, sid   string
-	home, root  string // the HOME and the agent's state directory in it
-	main        string // the restored main session file
-	prompt      string
-	bridge      BridgeAddr
-	args        []string // --agent-arg
-	backup      string   // where a config file already in root goes first
-	path        string   // PATH
+	mode, sid  string
+	home, root string // the HOME and the agent's state directory in it
+	main       string // the restored main session file
+	prompt     string
+	bridge     BridgeAddr
+	args       []string // --agent-arg
+	backup     string   // where a config file already in root goes first
+	path       string   // PATH
 }
 
 type resumeCommand struct {
