@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
@@ -44,7 +46,17 @@ type SessionRequest struct {
 	// "" restores into an isolated home in the state dir.
 	TargetHome string
 	Workspace  string
-	Prompt     string
+	Prompt     prompt.Source
+	// Completion is the agent's completion signal (default
+	// prompt.DefaultSignal) and how long a CLI may hang after it.
+	Completion prompt.Completion
+	// OutputTag asks for structured output: the content of the last
+	// <tag>…</tag> in the agent's text, checked against the JSON Schema
+	// file OutputSchema when given; MaxRetries resumes the session that
+	// many times with what was wrong.
+	OutputTag    string
+	OutputSchema string
+	MaxRetries   int
 
 	Upstream      string // a protocol, or "fake"; default the agent's own
 	UpstreamModel string
@@ -69,6 +81,9 @@ type sessionRun struct {
 	stateDir  string
 	outputDir string
 	meta      map[string]any
+	tmpl      *prompt.Template
+	schema    *prompt.Schema
+	retries   []map[string]any
 }
 
 // RunSession restores a captured session into a home, resumes (or forks)
@@ -137,6 +152,9 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.loadPrompt(ctx, ws, src.parentID); err != nil {
+		return err
+	}
 	up, upMeta, err := r.upstream()
 	if err != nil {
 		return err
@@ -149,6 +167,10 @@ func (r *sessionRun) run(ctx context.Context) error {
 		return err
 	}
 	entry, err := r.probe(ctx)
+	if err != nil {
+		return err
+	}
+	text, err := r.expandPrompt(ctx, ws)
 	if err != nil {
 		return err
 	}
@@ -176,14 +198,14 @@ func (r *sessionRun) run(ctx context.Context) error {
 		"origin_cwd": restored.Manifest.OriginCwd, "cwd": restored.Cwd, "cwd_rewrites": restored.Rewrites}
 	if restored.Backup != "" {
 		r.meta["restored"].(map[string]any)["backup"] = restored.Backup
-		r.res.Metadata["warnings"] = []string{"files already in " + root + " were moved to " + restored.Backup}
+		r.warn("files already in " + root + " were moved to " + restored.Backup)
 	}
 	restoredSum, err := fileSum(restored.Main)
 	if err != nil {
 		return fail(result.WorkspaceError, "%v", err)
 	}
-	childID, err := r.launch(ctx, entry, launchInput{home: home, root: root, cwd: restored.Cwd, sid: src.parentID,
-		main: restored.Main, up: up, upMeta: upMeta})
+	in := launchInput{home: home, root: root, cwd: restored.Cwd, main: restored.Main, up: up, upMeta: upMeta}
+	childID, err := r.attempts(ctx, entry, in, src.parentID, text)
 	if err != nil {
 		return err
 	}
@@ -396,41 +418,53 @@ func (r *sessionRun) baseEnv() []string {
 
 // launchInput is a restored session ready to launch.
 type launchInput struct {
-	home, root, cwd, sid, main string
-	up                         bridge.Upstream
-	upMeta                     map[string]any
+	home, root, cwd, main string
+	up                    bridge.Upstream
+	upMeta                map[string]any
+}
+
+// attempt is one launch of the CLI: the first with the run's mode, a retry
+// resumes the session the first one continued.
+type attempt struct {
+	n               int
+	mode, sid, text string
 }
 
 // launch runs the CLI against the bridge and returns the session id it
-// reported.
-func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput) (string, error) {
+// reported and the assistant text it printed.
+func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, at attempt) (string, string, error) {
 	logDir := filepath.Join(r.outputDir, "logs")
 	agent := r.store.Agent()
+	suffix := ".log"
+	if at.n > 0 {
+		suffix = fmt.Sprintf(".retry-%d.log", at.n)
+	}
+	stdoutLog, stderrLog := agent+"-stdout"+suffix, agent+"-stderr"+suffix
 	logs := map[string]*os.File{}
-	for _, name := range []string{"bridge.log", agent + "-stdout.log", agent + "-stderr.log"} {
+	for _, name := range []string{"bridge" + suffix, stdoutLog, stderrLog} {
 		f, err := openLog(filepath.Join(logDir, name))
 		if err != nil {
-			return "", fail(result.WorkspaceError, "%v", err)
+			return "", "", fail(result.WorkspaceError, "%v", err)
 		}
 		defer f.Close()
 		logs[name] = f
 	}
 	activity := &atomic.Int64{}
 	srv, err := bridge.Start(bridge.Options{Upstream: activeUpstream{in.up, activity}, Conversation: bridge.Passthrough,
-		Logger: slog.New(slog.NewJSONHandler(logs["bridge.log"], nil))})
+		Logger: slog.New(slog.NewJSONHandler(logs["bridge"+suffix], nil))})
 	if err != nil {
-		return "", fail(result.ContinuationError, "%v", err)
+		return "", "", fail(result.ContinuationError, "%v", err)
 	}
 	defer srv.Close()
 	tmp := filepath.Join(r.stateDir, "agent-tmp")
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return "", fail(result.WorkspaceError, "agent temp dir: %v", err)
+		return "", "", fail(result.WorkspaceError, "agent temp dir: %v", err)
 	}
-	cmd, err := r.spec.command(resumeCall{mode: r.req.Mode, sid: in.sid, home: in.home, root: in.root, main: in.main,
-		prompt: r.req.Prompt, bridge: BridgeAddr{URL: srv.URL(), Token: srv.Token()}, args: r.req.AgentArgs,
+	cmd, err := r.spec.command(resumeCall{mode: at.mode, sid: at.sid, home: in.home, root: in.root, main: in.main,
+		prompt: at.text, bridge: BridgeAddr{URL: srv.URL(), Token: srv.Token()}, args: r.req.AgentArgs,
 		backup: filepath.Join(in.root, capture.RecoveryDir, "config-"+r.req.RunID), path: envValue(r.baseEnv(), "PATH")})
 	if err != nil {
-		return "", fail(result.ContinuationError, "configuring %s: %v", agent, err)
+		return "", "", fail(result.ContinuationError, "configuring %s: %v", agent, err)
 	}
 	for k, v := range cmd.meta {
 		r.meta[k] = v
@@ -440,13 +474,18 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput) (
 	if idle <= 0 {
 		idle = DefaultIdleTimeout
 	}
+	watcher, err := prompt.NewWatcher(r.req.Completion, nil)
+	if err != nil {
+		return "", "", configErr("%v", err)
+	}
+	tap := &textTap{text: r.spec.text, watch: watcher}
 	start := time.Now()
 	proc, err := startAgent(agentSpec{entry: entry, args: cmd.Args, env: env, dir: in.cwd, stdin: cmd.Stdin,
-		stdout: logs[agent+"-stdout.log"], stderr: logs[agent+"-stderr.log"]}, activity)
+		stdout: io.MultiWriter(logs[stdoutLog], tap), stderr: logs[stderrLog]}, activity)
 	if err != nil {
-		return "", fail(result.ContinuationError, "starting %s: %v", entry, err)
+		return "", "", fail(result.ContinuationError, "starting %s: %v", entry, err)
 	}
-	stop := proc.supervise(ctx, watch{refused: srv.Refused(), idle: idle, activity: activity})
+	stop := proc.supervise(ctx, watch{refused: srv.Refused(), idle: idle, activity: activity, completion: watcher})
 	code, sig, waitErr := proc.wait()
 	srv.Close()
 	stats := srv.Stats()
@@ -455,32 +494,50 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput) (
 	if sig != "" {
 		cont["signal"] = sig
 	}
-	r.res.Metadata["continuation"] = cont
+	completion := map[string]any{"matched": watcher.Matched()}
+	if stop == stopCompleted {
+		completion["warning"] = watcher.Warning()
+		r.warn(watcher.Warning())
+	}
+	cont["completion"] = completion
+	if at.n == 0 {
+		r.res.Metadata["continuation"] = cont
+	} else {
+		cont["mode"] = at.mode
+		r.retries = append(r.retries, cont)
+	}
 	bin := filepath.Base(entry)
-	logHint := fmt.Sprintf("see %s/%s-stderr.log", logDir, agent)
+	logHint := fmt.Sprintf("see %s/%s", logDir, stderrLog)
 	switch {
+	case stop == stopCompleted:
+		// The agent said it was done; the hang after it is not a failure.
 	case stop == stopIdle:
-		return "", fail(result.ContinuationError, "%s showed no activity for %s and was stopped; %s", bin, idle, logHint)
+		return "", "", fail(result.ContinuationError, "%s showed no activity for %s and was stopped; %s", bin, idle, logHint)
 	case stop == stopCanceled:
-		return "", fail(result.ContinuationError, "the run was interrupted while %s was running", bin)
+		return "", "", fail(result.ContinuationError, "the run was interrupted while %s was running", bin)
 	case waitErr != nil:
-		return "", fail(result.InternalError, "waiting for %s: %v", bin, waitErr)
+		return "", "", fail(result.InternalError, "waiting for %s: %v", bin, waitErr)
 	case code != 0 || sig != "":
 		if lf := stats.LastFailure; lf != nil {
-			return "", fail(result.ContinuationError, "%s failed after the model upstream answered request %d with %d (%s); %s", bin, lf.Seq, lf.Status, lf.Kind, logHint)
+			return "", "", fail(result.ContinuationError, "%s failed after the model upstream answered request %d with %d (%s); %s", bin, lf.Seq, lf.Status, lf.Kind, logHint)
 		}
-		return "", fail(result.ContinuationError, "%s ended with status %d %s; %s", bin, code, sig, logHint)
+		return "", "", fail(result.ContinuationError, "%s ended with status %d %s; %s", bin, code, sig, logHint)
 	case stats.Forwarded == 0:
-		return "", fail(result.ContinuationError, "%s ended without sending a model request through the bridge; %s", bin, logHint)
+		return "", "", fail(result.ContinuationError, "%s ended without sending a model request through the bridge; %s", bin, logHint)
 	}
-	id, err := r.spec.sessionID(filepath.Join(logDir, agent+"-stdout.log"))
+	id, err := r.spec.sessionID(filepath.Join(logDir, stdoutLog))
 	if err != nil {
-		return "", fail(result.ContinuationError, "%s: %v; %s", bin, err, logHint)
+		return "", "", fail(result.ContinuationError, "%s: %v; %s", bin, err, logHint)
 	}
 	if err := session.CheckID(id); err != nil {
-		return "", fail(result.ContinuationError, "%s reported session id %q: %v", bin, id, err)
+		return "", "", fail(result.ContinuationError, "%s reported session id %q: %v", bin, id, err)
 	}
-	return id, nil
+	return id, tap.Text(), nil
+}
+
+func (r *sessionRun) warn(w string) {
+	ws, _ := r.res.Metadata["warnings"].([]string)
+	r.res.Metadata["warnings"] = append(ws, w)
 }
 
 func fileSum(path string) (string, error) {

@@ -24,6 +24,8 @@ import (
 type resumeSpec struct {
 	command   func(c resumeCall) (resumeCommand, error)
 	sessionID func(stdout string) (string, error)
+	// text is the assistant text one line of the CLI's output carries.
+	text func(line []byte) string
 }
 
 // resumeCall is what a spec is given.
@@ -46,9 +48,44 @@ type resumeCommand struct {
 // resumeSpecs are the agents pvisor resume and fork support: file-backed
 // sessions with native resume and fork flags (reference/capture.md §5.4).
 var resumeSpecs = map[string]resumeSpec{
-	trajectory.ClaudeCode: {claudeResume, streamID("type", "system", "session_id")},
-	trajectory.Codex:      {codexResume, streamID("type", "thread.started", "thread_id")},
-	trajectory.Pi:         {piResume, streamID("type", "session", "id")},
+	trajectory.ClaudeCode: {claudeResume, streamID("type", "system", "session_id"), claudeText},
+	trajectory.Codex:      {codexResume, streamID("type", "thread.started", "thread_id"), codexText},
+	trajectory.Pi:         {piResume, streamID("type", "session", "id"), piText},
+}
+
+// claudeText: stream-json assistant messages' text blocks.
+func claudeText(line []byte) string {
+	if gjson.GetBytes(line, "type").Str != "assistant" {
+		return ""
+	}
+	return textBlocks(gjson.GetBytes(line, "message.content"))
+}
+
+// codexText: --json agent_message items.
+func codexText(line []byte) string {
+	if gjson.GetBytes(line, "type").Str != "item.completed" || gjson.GetBytes(line, "item.type").Str != "agent_message" {
+		return ""
+	}
+	return gjson.GetBytes(line, "item.text").Str
+}
+
+// piText: --mode json message_end events of assistant messages.
+func piText(line []byte) string {
+	if gjson.GetBytes(line, "type").Str != "message_end" || gjson.GetBytes(line, "message.role").Str != "assistant" {
+		return ""
+	}
+	return textBlocks(gjson.GetBytes(line, "message.content"))
+}
+
+func textBlocks(content gjson.Result) string {
+	var b strings.Builder
+	content.ForEach(func(_, block gjson.Result) bool {
+		if block.Get("type").Str == "text" {
+			b.WriteString(block.Get("text").Str)
+		}
+		return true
+	})
+	return b.String()
 }
 
 func resumeAgents() []string {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 
 	"github.com/spf13/pflag"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -61,14 +61,21 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	req := &replay.SessionRequest{Mode: mode}
-	var home, promptFile string
+	var home string
+	var promptArgs, signals []string
 	fs.StringVar(&req.Agent, "agent", "", "agent whose session it is (claude-code, codex, pi)")
 	fs.StringVar(&req.SessionID, "session", "", "session id, as the agent CLI printed it")
 	fs.StringVar(&home, "home", "", "with --session: the HOME the agent ran under; with --bundle: the HOME to restore into")
 	fs.StringVar(&req.Bundle, "bundle", "", "bundle `dir` from pvisor capture")
 	fs.StringVar(&req.Workspace, "workspace", "", "directory the agent resumes in")
-	fs.StringVar(&req.Prompt, "prompt", "", "the message to continue with")
-	fs.StringVar(&promptFile, "prompt-file", "", "read the message from this `file`")
+	fs.StringVar(&req.Prompt.Text, "prompt", "", "the message to continue with")
+	fs.StringVar(&req.Prompt.File, "prompt-file", "", "read the message from this `file` ({{KEY}} placeholders, !`command` expansions)")
+	fs.StringArrayVar(&promptArgs, "prompt-arg", nil, "KEY=VALUE for a {{KEY}} placeholder of --prompt-file (repeatable)")
+	fs.StringArrayVar(&signals, "completion-signal", nil, "text that says the agent is done (repeatable; default "+prompt.DefaultSignal+")")
+	fs.DurationVar(&req.Completion.Timeout, "completion-timeout", prompt.DefaultCompletionTimeout, "after the signal, stop an agent silent for this long, as done")
+	fs.StringVar(&req.OutputTag, "output-tag", "", "put the content of the agent's last <`TAG`>…</TAG> in the result")
+	fs.StringVar(&req.OutputSchema, "output-schema", "", "JSON Schema `file` the --output-tag content must match")
+	fs.IntVar(&req.MaxRetries, "max-retries", 0, "resume the session up to `K` times when the structured output is unusable")
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: anthropic-messages, openai-responses, openai-chat, or fake (default: the agent's protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "model an openai-chat server serves (Claude Code on Chat Completions)")
 	fs.StringVar(&req.FakeScript, "fake-script", "", "reply script `file` for --upstream fake")
@@ -99,21 +106,12 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 		return failEarly("unexpected arguments %q (the session id goes in --session)", fs.Args())
 	case req.Agent == "":
 		return failEarly("--agent is required")
-	case fs.Changed("prompt") && promptFile != "":
-		return failEarly("--prompt and --prompt-file are exclusive")
-	case !fs.Changed("prompt") && promptFile == "":
-		return failEarly("a prompt is required: --prompt TEXT or --prompt-file FILE")
 	}
-	if promptFile != "" {
-		data, err := readCapped(promptFile, maxPromptBytes)
-		if err != nil {
-			return failEarly("--prompt-file: %v", err)
-		}
-		req.Prompt = string(data)
+	var err error
+	if req.Prompt.Args, err = prompt.ParseArgs(promptArgs); err != nil {
+		return failEarly("--prompt-arg: %v", err)
 	}
-	if req.Prompt == "" {
-		return failEarly("the prompt is empty")
-	}
+	req.Completion.Signals = signals
 	if req.Bundle != "" {
 		req.TargetHome = home
 	} else {
@@ -122,29 +120,9 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	res := replay.RunSession(ctx, req)
 	stop()
-	res.Metadata["prompt"] = replay.PromptMetadata(req.Prompt)
 	stdout.Write(res.Line())
 	if res.Failure != nil {
 		fmt.Fprintf(stderr, "pvisor %s: %s: %s\n", mode, res.Failure.Category, res.Failure.Message)
 	}
 	return result.ExitCode(res.Failure)
-}
-
-// maxPromptBytes bounds a prompt file.
-const maxPromptBytes = 1 << 20
-
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is over %d bytes", path, max)
-	}
-	return data, nil
 }
