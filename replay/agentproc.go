@@ -118,12 +118,12 @@ func (p *agentProc) wait() (code int, sig string, err error) {
 type stopReason int
 
 const (
-	stopNone     stopReason = iota
-	stopRefused             // the bridge refused a request
-	stopBudget              // the step budget is spent
-	stopIdle                // nothing happened for too long
-	stopCanceled            // pvisor itself was interrupted
-	stopCompleted           // the agent said it was done and then hung
+	stopNone      stopReason = iota
+	stopRefused              // the bridge refused a request
+	stopBudget               // the step budget is spent
+	stopIdle                 // nothing happened for too long
+	stopCanceled             // pvisor itself was interrupted
+	stopCompleted            // the agent said it was done and then hung
 )
 
 // watch is what supervise waits on besides the CLI.
