@@ -106,8 +106,10 @@ func RunSession(ctx context.Context, req *SessionRequest) *result.Result {
 	}
 	if r.outputDir != "" {
 		out := filepath.Join(r.outputDir, "result.json")
-		if err := result.WriteFile(out, res.Line()); err == nil {
-			res.Artifacts = append(res.Artifacts, result.Artifact{Role: "result", Format: "json", Path: out})
+		res.Artifacts = append(res.Artifacts, result.Artifact{Role: "result", Format: "json", Path: out})
+		if err := result.WriteFile(out, res.Line()); err != nil {
+			res.Artifacts = res.Artifacts[:len(res.Artifacts)-1]
+			r.warn("result.json: " + err.Error())
 		}
 	}
 	return res
@@ -541,12 +543,16 @@ func (r *sessionRun) warn(w string) {
 }
 
 func fileSum(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
-	h := sha256.Sum256(data)
-	return hex.EncodeToString(h[:]), nil
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // PromptMetadata describes a prompt without its text.

@@ -1,0 +1,366 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/replay/tested"
+	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory/codex"
+)
+
+// The resume tests run a stand-in for `codex exec resume|fork <id> -`: this
+// test binary, re-executed. It does what the real CLI does: finds the rollout
+// by id in CODEX_HOME (a fork copies it under a new id), reads the prompt on
+// stdin, sends the rollout's items and the prompt to the provider in
+// config.toml, appends the prompt and the answer to the rollout, and prints
+// thread.started and the answer as --json events. FAKE_RESUME_HANG=1 keeps it
+// running after it answered.
+const fakeResumeEnv = "PVISOR_TEST_FAKE_RESUME"
+
+func init() {
+	if os.Getenv(fakeResumeEnv) == "1" {
+		os.Exit(fakeResumeMain(os.Args[1:]))
+	}
+}
+
+func fakeResumeEntrypoint(t *testing.T, env ...string) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "codex")
+	script := "#!/bin/sh\nexport " + fakeResumeEnv + "=1 GORACE=atexit_sleep_ms=0 " + strings.Join(env, " ") +
+		"\nexec " + self + ` "$@"` + "\n"
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func fakeResumeMain(args []string) int {
+	if len(args) > 0 && args[0] == "--version" {
+		fmt.Println("codex-cli " + tested.RangeOf("codex").Max)
+		return 0
+	}
+	if err := fakeResume(args); err != nil {
+		fmt.Fprintln(os.Stderr, "fake codex:", err)
+		return 1
+	}
+	if os.Getenv("FAKE_RESUME_HANG") == "1" {
+		time.Sleep(time.Hour)
+	}
+	return 0
+}
+
+func fakeResume(args []string) error {
+	if len(args) < 4 || args[0] != "exec" || args[len(args)-1] != "-" {
+		return fmt.Errorf("want exec resume|fork … ID -, got %q", args)
+	}
+	sub, sid := args[1], args[len(args)-2]
+	home := os.Getenv("CODEX_HOME")
+	cfg, err := os.ReadFile(filepath.Join(home, "config.toml"))
+	if err != nil {
+		return err
+	}
+	m := baseURLRe.FindSubmatch(cfg)
+	if m == nil {
+		return fmt.Errorf("no base_url in config.toml")
+	}
+	files, _ := filepath.Glob(filepath.Join(home, "sessions", "*", "*", "*", "rollout-*-"+sid+".jsonl"))
+	if len(files) != 1 {
+		return fmt.Errorf("session %s not found: %v", sid, files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		return err
+	}
+	cwd, _ := os.Getwd()
+	if got := gjson.GetBytes(data, "payload.cwd").Str; got != cwd {
+		return fmt.Errorf("the session records cwd %s, not the one it resumes in (%s)", got, cwd)
+	}
+	path := files[0]
+	if sub == "fork" {
+		child := "01a29999-0000-7000-8000-00000000f0c1"
+		path = filepath.Join(filepath.Dir(path), "rollout-2026-11-29T10-00-00-"+child+".jsonl")
+		data = bytes.ReplaceAll(data, []byte(sid), []byte(child))
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return err
+		}
+		sid = child
+	}
+	proj, err := codex.Project(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	text, _ := io.ReadAll(os.Stdin)
+	user, _ := json.Marshal(map[string]any{"type": "message", "role": "user", "content": []any{map[string]string{"type": "input_text", "text": string(text)}}})
+	input := []string{}
+	for _, it := range proj.Items {
+		input = append(input, string(it))
+	}
+	input = append(input, string(user))
+	fmt.Printf(`{"type":"thread.started","thread_id":%q}`+"\n", sid)
+	body := `{"model":"gpt-5.5","stream":false,"tools":[{"type":"function","name":"exec_command"}],"input":[` + strings.Join(input, ",") + `]}`
+	req, _ := http.NewRequest(http.MethodPost, string(m[1])+"/responses", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+os.Getenv(codexTokenEnv))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	out, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("model answered %d: %s", res.StatusCode, out)
+	}
+	rollout, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	defer rollout.Close()
+	fmt.Fprintf(rollout, `{"timestamp":"2026-11-29T12:00:00.000Z","type":"response_item","payload":%s}`+"\n", user)
+	for _, it := range gjson.GetBytes(out, "output").Array() {
+		fmt.Fprintf(rollout, `{"timestamp":"2026-11-29T12:00:00.000Z","type":"response_item","payload":%s}`+"\n", it.Raw)
+		if t := it.Get("content.0.text").Str; it.Get("type").Str == "message" && t != "" {
+			ev, _ := json.Marshal(map[string]any{"type": "item.completed", "item": map[string]string{"type": "agent_message", "text": t}})
+			fmt.Println(string(ev))
+		}
+	}
+	return nil
+}
+
+// resumeFixture is a Codex session in a sandbox's home and a workspace to
+// resume it in.
+type resumeFixture struct {
+	dir, home, ws, script string
+	req                   *SessionRequest
+}
+
+const fixtureSID = "01a20000-0000-7000-8000-000000000001"
+
+func newResumeFixture(t *testing.T, mode string, replies string, env ...string) *resumeFixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &resumeFixture{dir: dir, home: filepath.Join(dir, "home"), ws: filepath.Join(dir, "ws"), script: filepath.Join(dir, "script.json")}
+	day := filepath.Join(f.home, ".codex", "sessions", "2026", "11", "29")
+	for _, d := range []string{day, f.ws} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	synthRollout(t, day)
+	if err := os.WriteFile(f.script, []byte(replies), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.req = &SessionRequest{Mode: mode, Agent: "codex", SessionID: fixtureSID, SourceHome: f.home, Workspace: f.ws,
+		Prompt: prompt.Source{Text: "Now add tests."}, Upstream: UpstreamFake, FakeScript: f.script,
+		AgentEntrypoint: fakeResumeEntrypoint(t, env...), IdleTimeout: 20 * time.Second, RunID: "s",
+		StateRoot: filepath.Join(dir, "state"), OutputRoot: filepath.Join(dir, "out")}
+	return f
+}
+
+func (f *resumeFixture) run(t *testing.T) *result.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return RunSession(ctx, f.req)
+}
+
+// sessionMeta is metadata.session of res, through JSON as a reader sees it.
+func sessionMeta(t *testing.T, res *result.Result) gjson.Result {
+	t.Helper()
+	return gjson.GetBytes(res.Line(), "metadata")
+}
+
+func TestResumeAndFork(t *testing.T) {
+	const done = `{"replies":[],"final":"Added. <promise>COMPLETE</promise>"}`
+	for _, mode := range []string{ModeResume, ModeFork} {
+		t.Run(mode, func(t *testing.T) {
+			f := newResumeFixture(t, mode, done)
+			src := filepath.Join(f.home, ".codex", "sessions", "2026", "11", "29", "rollout-2026-11-29T10-00-00-"+fixtureSID+".jsonl")
+			before, _ := os.ReadFile(src)
+			res := f.run(t)
+			if res.Failure != nil {
+				t.Fatalf("failure: %+v\n%s", res.Failure, res.Line())
+			}
+			md := sessionMeta(t, res)
+			child := md.Get("session.session_id").Str
+			switch {
+			case mode == ModeResume && child != fixtureSID:
+				t.Errorf("resume continued %s, want %s", child, fixtureSID)
+			case mode == ModeFork && (child == fixtureSID || child == ""):
+				t.Errorf("fork child id %q", child)
+			}
+			if !md.Get("session.parent.unchanged").Bool() || md.Get("session.parent.sha256_before").Raw != md.Get("session.parent.sha256_after").Raw {
+				t.Errorf("parent not reported unchanged: %s", md.Get("session.parent").Raw)
+			}
+			if after, _ := os.ReadFile(src); !bytes.Equal(before, after) {
+				t.Errorf("the source session changed")
+			}
+			if got := md.Get("session.restored.cwd_rewrites").Int(); got == 0 {
+				t.Errorf("no cwd rewritten: %s", md.Get("session.restored").Raw)
+			}
+			if *res.Phase != result.PhaseContinued || res.AgentStatus != result.AgentCompleted || res.Quality != result.QualityVerified {
+				t.Errorf("phase %v status %s quality %s", *res.Phase, res.AgentStatus, res.Quality)
+			}
+			if md.Get("continuation.completion.matched").Str != prompt.DefaultSignal {
+				t.Errorf("completion = %s", md.Get("continuation.completion").Raw)
+			}
+			// The new capture holds the prompt and the answer.
+			bundle := md.Get("session.bundle").Str
+			m, err := capture.Load(bundle)
+			if err != nil || m.SessionID != child {
+				t.Fatalf("bundle %s: %+v, %v", bundle, m, err)
+			}
+			got, _ := os.ReadFile(filepath.Join(bundle, capture.FilesDir, m.Files[0].Path))
+			if !bytes.Contains(got, []byte("Now add tests.")) || !bytes.Contains(got, []byte("Added.")) {
+				t.Errorf("the captured session lacks the resumed turn")
+			}
+			if m.OriginCwd != md.Get("session.restored.cwd").Str {
+				t.Errorf("captured origin cwd %s, want the workspace", m.OriginCwd)
+			}
+			// The prompt's text is never stored, only its length and hash.
+			line := res.Line()
+			if bytes.Contains(line, []byte("Now add tests.")) || md.Get("prompt.length").Int() != int64(len("Now add tests.")) {
+				t.Errorf("prompt metadata: %s", md.Get("prompt").Raw)
+			}
+			stored, _ := os.ReadFile(filepath.Join(f.dir, "out", "s", "result.json"))
+			if !bytes.Equal(stored, line) {
+				t.Errorf("result.json differs from the printed line")
+			}
+		})
+	}
+}
+
+// TestResumeCompletionTimeout: an agent that said it is done and then
+// hangs is stopped after the completion timeout, successfully, with a
+// warning.
+func TestResumeCompletionTimeout(t *testing.T) {
+	f := newResumeFixture(t, ModeResume, `{"replies":[],"final":"All done. <promise>COMPLETE</promise>"}`, "FAKE_RESUME_HANG=1")
+	f.req.Completion = prompt.Completion{Timeout: 300 * time.Millisecond}
+	start := time.Now()
+	res := f.run(t)
+	if res.Failure != nil {
+		t.Fatalf("failure: %+v", res.Failure)
+	}
+	md := sessionMeta(t, res)
+	if md.Get("continuation.stop_reason").Str != "completed" || md.Get("continuation.completion.warning").Str == "" {
+		t.Errorf("continuation = %s", md.Get("continuation").Raw)
+	}
+	if time.Since(start) > 15*time.Second {
+		t.Errorf("took %s: the completion timeout did not stop the agent", time.Since(start))
+	}
+	// Without the signal the idle timeout fails the run.
+	f = newResumeFixture(t, ModeResume, `{"replies":[],"final":"Still working."}`, "FAKE_RESUME_HANG=1")
+	f.req.Completion = prompt.Completion{Timeout: 300 * time.Millisecond}
+	f.req.IdleTimeout = 500 * time.Millisecond
+	res = f.run(t)
+	if res.Failure == nil || res.Failure.Category != result.ContinuationError || !strings.Contains(res.Failure.Message, "no activity") {
+		t.Errorf("failure = %+v", res.Failure)
+	}
+}
+
+// TestResumeStructuredRetry: the first answer's tag is malformed; the
+// session is resumed with what was wrong and the second answer is used.
+func TestResumeStructuredRetry(t *testing.T) {
+	// The synthetic rollout holds four assistant turns.
+	replies := `{"replies":[{"text":"x"},{"text":"x"},{"text":"x"},{"text":"x"},
+		{"text":"Here: <result>{\"ok\": tru"},
+		{"text":"<result>{\"ok\": true}</result> <promise>COMPLETE</promise>"}]}`
+	schema := filepath.Join(t.TempDir(), "schema.json")
+	if err := os.WriteFile(schema, []byte(`{"type":"object","required":["ok"],"properties":{"ok":{"type":"boolean"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		retries int
+		fails   bool
+	}{{1, false}, {0, true}} {
+		t.Run(fmt.Sprint("max-retries-", tt.retries), func(t *testing.T) {
+			f := newResumeFixture(t, ModeFork, replies)
+			f.req.OutputTag, f.req.OutputSchema, f.req.MaxRetries = "result", schema, tt.retries
+			res := f.run(t)
+			md := sessionMeta(t, res)
+			so := md.Get("structured_output")
+			if tt.fails {
+				if res.Failure == nil || res.Failure.Category != result.ContinuationError || !strings.Contains(res.Failure.Message, "unclosed") {
+					t.Errorf("failure = %+v", res.Failure)
+				}
+				return
+			}
+			if res.Failure != nil {
+				t.Fatalf("failure: %+v\n%s", res.Failure, res.Line())
+			}
+			if so.Get("content.ok").Type != gjson.True || so.Get("attempts").Int() != 2 || !strings.Contains(so.Get("problems.0").Str, "unclosed") {
+				t.Errorf("structured_output = %s", so.Raw)
+			}
+			if so.Get("retries.0.mode").Str != ModeResume {
+				t.Errorf("the retry did not resume the child: %s", so.Get("retries").Raw)
+			}
+		})
+	}
+}
+
+// TestResumeBadInput: every refusal prints a result with its category and
+// writes nothing.
+func TestResumeBadInput(t *testing.T) {
+	tests := []struct {
+		name     string
+		edit     func(t *testing.T, f *resumeFixture)
+		category string
+		want     string
+	}{
+		{"unknown id", func(t *testing.T, f *resumeFixture) { f.req.SessionID = "01a2ffff-0000-7000-8000-000000000009" }, result.TrajectoryError, "not found"},
+		{"id with path characters", func(t *testing.T, f *resumeFixture) { f.req.SessionID = "../x" }, result.ConfigurationError, "not a plain id"},
+		{"two sessions with one id", func(t *testing.T, f *resumeFixture) {
+			day := filepath.Join(f.home, ".codex", "sessions", "2026", "11", "30")
+			os.MkdirAll(day, 0o700)
+			synthRollout(t, day)
+		}, result.TrajectoryError, "ambiguous"},
+		{"not a bundle", func(t *testing.T, f *resumeFixture) { f.req.SessionID, f.req.SourceHome, f.req.Bundle = "", "", f.home }, result.ConfigurationError, "not a capture bundle"},
+		{"agent without resume", func(t *testing.T, f *resumeFixture) { f.req.Agent = "opencode" }, result.UnsupportedAgent, "cannot be resumed"},
+		{"no prompt", func(t *testing.T, f *resumeFixture) { f.req.Prompt = prompt.Source{} }, result.ConfigurationError, "no prompt"},
+		{"recorded upstream", func(t *testing.T, f *resumeFixture) { f.req.Upstream = UpstreamRecorded }, result.ConfigurationError, "a resume has none"},
+		{"no workspace", func(t *testing.T, f *resumeFixture) { f.req.Workspace = filepath.Join(f.dir, "nope") }, result.WorkspaceError, "not a directory"},
+		{"missing placeholder", func(t *testing.T, f *resumeFixture) {
+			p := filepath.Join(f.dir, "p.md")
+			os.WriteFile(p, []byte("Fix {{ISSUE}}"), 0o600)
+			f.req.Prompt = prompt.Source{File: p}
+		}, result.ConfigurationError, "ISSUE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newResumeFixture(t, ModeResume, `{"replies":[]}`)
+			tt.edit(t, f)
+			res := f.run(t)
+			if res.Failure == nil || res.Failure.Category != tt.category || !strings.Contains(res.Failure.Message, tt.want) {
+				t.Fatalf("failure = %+v, want %s containing %q", res.Failure, tt.category, tt.want)
+			}
+			if res.StateDir != nil || res.Phase != nil {
+				t.Errorf("an early failure has state dir %v", res.StateDir)
+			}
+			for _, d := range []string{"state", "out"} {
+				if _, err := os.Stat(filepath.Join(f.dir, d)); err == nil {
+					t.Errorf("%s was written", d)
+				}
+			}
+			if !json.Valid(res.Line()) || gjson.GetBytes(res.Line(), "schema_version").Str != result.SchemaVersion {
+				t.Errorf("result line: %s", res.Line())
+			}
+		})
+	}
+}
