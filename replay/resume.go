@@ -146,6 +146,9 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if !runIDPattern.MatchString(req.RunID) {
 		return configErr("--run-id %q: use letters, digits, '.', '-' and '_'", req.RunID)
 	}
+	if err := r.checkOptions(); err != nil {
+		return err
+	}
 	ws, err := checkWorkspace(req.Workspace)
 	if err != nil {
 		return err

@@ -14,23 +14,15 @@ import (
 	toolrun "github.com/pvisor/pvisor/run"
 )
 
-// loadPrompt reads and fills the prompt and checks the structured-output
-// options; nothing runs and nothing is written yet.
-func (r *sessionRun) loadPrompt(ctx context.Context, ws, sessionID string) error {
+// checkOptions checks the prompt and output options without reading
+// anything.
+func (r *sessionRun) checkOptions() error {
 	req := r.req
 	if err := req.Prompt.Check(); err != nil {
 		return configErr("%v", err)
 	}
 	if !req.Prompt.Given() {
 		return configErr("a prompt is required: --prompt TEXT or --prompt-file FILE")
-	}
-	tmpl, err := prompt.Load(req.Prompt, prompt.NewBuiltIns(ctx, sessionID, r.store.Agent(), ws))
-	if err != nil {
-		return configErr("%v", err)
-	}
-	r.tmpl = tmpl
-	for _, w := range tmpl.Warnings() {
-		r.warn(w)
 	}
 	if _, err := prompt.NewWatcher(req.Completion, nil); err != nil {
 		return configErr("%v", err)
@@ -46,6 +38,21 @@ func (r *sessionRun) loadPrompt(ctx context.Context, ws, sessionID string) error
 	}
 	if err := prompt.CheckTag(req.OutputTag); err != nil {
 		return configErr("--output-tag: %v", err)
+	}
+	return nil
+}
+
+// loadPrompt reads and fills the prompt and reads the output schema;
+// nothing runs and nothing is written yet.
+func (r *sessionRun) loadPrompt(ctx context.Context, ws, sessionID string) error {
+	req := r.req
+	tmpl, err := prompt.Load(req.Prompt, prompt.NewBuiltIns(ctx, sessionID, r.store.Agent(), ws))
+	if err != nil {
+		return configErr("%v", err)
+	}
+	r.tmpl = tmpl
+	for _, w := range tmpl.Warnings() {
+		r.warn(w)
 	}
 	if req.OutputSchema != "" {
 		data, err := readCapped(req.OutputSchema, prompt.MaxFileBytes)

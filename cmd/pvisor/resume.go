@@ -22,21 +22,46 @@ requests going through pvisor's loopback bridge to --upstream. The session
 comes from a bundle ('pvisor capture') or, by id, from the agent's state
 under --home. It is restored into an isolated home in the state dir (or,
 with --bundle, into --home: anything already there is moved to
-<state>/.pvisor-recovery/ first, and the result says where), with the
+.pvisor-recovery/ in the agent's state directory first, and the result says where), with the
 recorded cwd rewritten to the workspace's realpath and the file placed
 where the CLI looks for it from there. After the run the session is
 captured again into <output>/<run-id>/sessions/. The session must keep its
 id, and the session it came from is checked unchanged.
 
+The prompt is --prompt TEXT or --prompt-file FILE. A file's {{KEY}}
+placeholders take --prompt-arg KEY=VALUE values and the built-ins
+{{SESSION_ID}}, {{AGENT}}, {{WORKSPACE}}, {{SOURCE_BRANCH}} and
+{{TARGET_BRANCH}} (when the workspace is a git repository), which no
+--prompt-arg overrides; then each !` + "`command`" + ` in the file runs in the
+workspace, all at once, and is replaced by what it prints. A command that
+fails stops the run before the agent starts.
+
+The agent is done when its text holds a completion signal
+(<promise>COMPLETE</promise> unless --completion-signal is given, several
+allowed); a CLI still running --completion-timeout after its last output
+past the signal is stopped, and the run counts as completed with a
+warning. Before a signal, --idle-timeout fails a silent agent.
+
+--output-tag TAG puts the content of the agent's last <TAG>…</TAG> in
+metadata.structured_output: the text, or with --output-schema FILE the JSON
+value, checked against that schema. When it is missing or unusable, --max-retries K resumes the same
+session up to K times with a short description of what was wrong.
+
 Prints one sandbox-playback.result/v3 line (metadata.session.mode
 "resume"); the prompt's text is never stored, only its length and SHA-256.
 Exit status: 0 ok, 2 a bad flag, id or bundle, 10 no session or several
 with that id, 11 an agent or CLI version without resume support, 20 the
-workspace or directories, 40 the agent or the model failed.
+workspace or directories, 30 a prompt command failed, 40 the agent or the
+model failed (or the structured output stayed unusable).
 
 Agents: claude-code, codex, pi.
 
 Examples:
+    # Ask for a JSON summary, retrying once when the tag is malformed.
+    $ pvisor resume --agent pi --bundle ./bundles/pi/01a22998-8d3b-75d5-8d8d-f6601805e7d0 \
+        --workspace /w/repo --prompt-file review.md --prompt-arg ISSUE=42 \
+        --output-tag result --output-schema result.schema.json --max-retries 1
+
     # Resume a Codex session from a sandbox's home in this checkout, with a
     # scripted fake model (no model service needed).
     $ pvisor resume --agent codex --session 01a22998-569d-74b2-aebf-25f39bc1a17a \
@@ -76,7 +101,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&req.OutputTag, "output-tag", "", "put the content of the agent's last <`TAG`>…</TAG> in the result")
 	fs.StringVar(&req.OutputSchema, "output-schema", "", "JSON Schema `file` the --output-tag content must match")
 	fs.IntVar(&req.MaxRetries, "max-retries", 0, "resume the session up to `K` times when the structured output is unusable")
-	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: anthropic-messages, openai-responses, openai-chat, or fake (default: the agent's protocol)")
+	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: anthropic, openai-responses, openai-chat, or fake (default: the agent's protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "model an openai-chat server serves (Claude Code on Chat Completions)")
 	fs.StringVar(&req.FakeScript, "fake-script", "", "reply script `file` for --upstream fake")
 	fs.StringVar(&req.AgentEntrypoint, "agent-entrypoint", "", "agent CLI `path` (default: on PATH)")
