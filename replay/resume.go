@@ -42,6 +42,11 @@ type SessionRequest struct {
 	SessionID  string
 	SourceHome string
 	Bundle     string
+	// Trajectory and AfterStep fork from the middle of a session: the
+	// child is steps 1..AfterStep replayed in the workspace and rebuilt
+	// under a new id (fork only).
+	Trajectory string
+	AfterStep  int
 	// TargetHome restores into a given HOME (what is there is backed up);
 	// "" restores into an isolated home in the state dir.
 	TargetHome string
@@ -125,10 +130,12 @@ func Category(err error) string {
 
 // source is the session a run starts from, found before anything is written.
 type source struct {
-	bundle   string            // a bundle to restore from
-	located  *session.Located  // or a session in a home, captured first
-	hashes   map[string]string // of the parent's files, before the run
-	parentID string
+	bundle     string            // a bundle to restore from
+	located    *session.Located  // or a session in a home, captured first
+	trajectory string            // or a trajectory whose prefix is replayed
+	hashes     map[string]string // of the parent's files, before the run
+	parentID   string
+	childID    string // set when pvisor made the child itself
 }
 
 func (r *sessionRun) run(ctx context.Context) error {
@@ -153,7 +160,15 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src, err := r.findSource()
+	var src *source
+	switch {
+	case req.Trajectory == "" && req.AfterStep != 0:
+		return configErr("--after-step needs --trajectory FILE, the session to fork from the middle of")
+	case req.Trajectory != "":
+		src, err = r.checkPrefixSource()
+	default:
+		src, err = r.findSource()
+	}
 	if err != nil {
 		return err
 	}
@@ -175,17 +190,22 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	text, err := r.expandPrompt(ctx, ws)
-	if err != nil {
-		return err
-	}
 	bundle := src.bundle
-	if bundle == "" {
+	switch {
+	case src.trajectory != "":
+		if bundle, err = r.prefixBundle(ctx, src, ws); err != nil {
+			return err
+		}
+	case bundle == "":
 		if bundle, _, err = capture.Capture(capture.Options{Store: store, Root: src.located.Root, ID: src.parentID,
 			StoreDir: filepath.Join(r.stateDir, "source")}); err != nil {
 			return err
 		}
 		r.meta["source_home_state"] = src.located.Root
+	}
+	text, err := r.expandPrompt(ctx, ws)
+	if err != nil {
+		return err
 	}
 	home := req.TargetHome
 	if home == "" {
@@ -210,7 +230,11 @@ func (r *sessionRun) run(ctx context.Context) error {
 		return fail(result.WorkspaceError, "%v", err)
 	}
 	in := launchInput{home: home, root: root, cwd: restored.Cwd, main: restored.Main, up: up, upMeta: upMeta}
-	childID, err := r.attempts(ctx, entry, in, src.parentID, text)
+	first := attempt{mode: req.Mode, sid: src.parentID, text: text}
+	if src.childID != "" {
+		first = attempt{mode: ModeResume, sid: src.childID, text: text}
+	}
+	childID, err := r.attempts(ctx, entry, in, first)
 	if err != nil {
 		return err
 	}
@@ -307,9 +331,14 @@ func (r *sessionRun) findSource() (*source, error) {
 func (r *sessionRun) checkParent(src *source, restored, restoredSum, childID string) error {
 	after := map[string]string{}
 	var err error
-	if src.bundle != "" {
+	switch {
+	case src.trajectory != "":
+		var s string
+		s, err = fileSum(src.trajectory)
+		after[filepath.Base(src.trajectory)] = s
+	case src.bundle != "":
 		after, err = capture.Hash(src.bundle)
-	} else {
+	default:
 		for rel := range src.hashes {
 			var s string
 			if s, err = fileSum(filepath.Join(src.located.Root, filepath.FromSlash(rel))); err != nil {
@@ -326,6 +355,12 @@ func (r *sessionRun) checkParent(src *source, restored, restoredSum, childID str
 	r.meta["parent"] = parent
 	if !unchanged {
 		return fail(result.InternalError, "the parent session %s changed during the %s (see metadata.session.parent); this is a pvisor bug", src.parentID, r.req.Mode)
+	}
+	if src.childID != "" {
+		if childID != src.childID {
+			return fail(result.ContinuationError, "the CLI continued session %s, not the rebuilt child %s", childID, src.childID)
+		}
+		return nil
 	}
 	if r.req.Mode == ModeResume {
 		if childID != src.parentID {

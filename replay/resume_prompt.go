@@ -100,8 +100,7 @@ func (r *sessionRun) expandPrompt(ctx context.Context, ws string) (string, error
 // attempts launches the CLI, then, while the structured output is
 // unusable and retries are left, resumes the same session with what was
 // wrong. It returns the id of the session the first launch continued.
-func (r *sessionRun) attempts(ctx context.Context, entry string, in launchInput, parentID, text string) (string, error) {
-	at := attempt{mode: r.req.Mode, sid: parentID, text: text}
+func (r *sessionRun) attempts(ctx context.Context, entry string, in launchInput, at attempt) (string, error) {
 	var childID string
 	var problems []string
 	for {

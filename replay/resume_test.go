@@ -364,3 +364,56 @@ func TestResumeBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestForkAfterStep: the child is the trajectory's prefix replayed in the
+// workspace under a new id, resumed with the prompt; the trajectory is
+// unchanged.
+func TestForkAfterStep(t *testing.T) {
+	f := newResumeFixture(t, ModeFork, `{"replies":[],"final":"Branched. <promise>COMPLETE</promise>"}`)
+	traj := synthRollout(t, t.TempDir())
+	before, _ := os.ReadFile(traj)
+	f.req.SessionID, f.req.SourceHome = "", ""
+	f.req.Trajectory, f.req.AfterStep = traj, 1
+	res := f.run(t)
+	if res.Failure != nil {
+		t.Fatalf("failure: %+v\n%s", res.Failure, res.Line())
+	}
+	md := sessionMeta(t, res)
+	child := md.Get("session.session_id").Str
+	if child == "" || child == fixtureSID || md.Get("session.parent_id").Str != fixtureSID {
+		t.Errorf("child %q, parent %q", child, md.Get("session.parent_id").Str)
+	}
+	if res.AfterStep != 1 || res.ReplayedToolCalls != 1 || !md.Get("session.parent.unchanged").Bool() {
+		t.Errorf("after_step %d, replayed %d, parent %s", res.AfterStep, res.ReplayedToolCalls, md.Get("session.parent").Raw)
+	}
+	if after, _ := os.ReadFile(traj); !bytes.Equal(before, after) {
+		t.Errorf("the trajectory changed")
+	}
+	m, err := capture.Load(md.Get("session.bundle").Str)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(filepath.Join(md.Get("session.bundle").Str, capture.FilesDir, m.Files[0].Path))
+	switch {
+	case bytes.Contains(got, []byte(fixtureSID)):
+		t.Errorf("the child still names the parent's id")
+	case !bytes.Contains(got, []byte("step-1")) || bytes.Contains(got, []byte("echo step-2")):
+		t.Errorf("the child is not the prefix after step 1")
+	case !bytes.Contains(got, []byte("Branched.")):
+		t.Errorf("the child lacks the continuation")
+	}
+	// Bad combinations are refused before anything is written.
+	for _, edit := range []func(r *SessionRequest){
+		func(r *SessionRequest) { r.Mode = ModeResume },
+		func(r *SessionRequest) { r.AfterStep = 0 },
+		func(r *SessionRequest) { r.Trajectory = "" },
+		func(r *SessionRequest) { r.SessionID = fixtureSID },
+	} {
+		g := newResumeFixture(t, ModeFork, `{"replies":[]}`)
+		g.req.SessionID, g.req.SourceHome, g.req.Trajectory, g.req.AfterStep = "", "", traj, 1
+		edit(g.req)
+		if res := g.run(t); res.Failure == nil || res.Failure.Category != result.ConfigurationError || res.StateDir != nil {
+			t.Errorf("failure = %+v", res.Failure)
+		}
+	}
+}

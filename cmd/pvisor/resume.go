@@ -111,6 +111,10 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&req.RunID, "run-id", "", "run id (default: generated)")
 	fs.StringVar(&req.StateRoot, "state-dir", replay.DefaultStateRoot, "state root")
 	fs.StringVar(&req.OutputRoot, "output-dir", replay.DefaultOutputRoot, "output root")
+	if mode == replay.ModeFork {
+		fs.StringVar(&req.Trajectory, "trajectory", "", "with --after-step: the native session `file` to fork from the middle of")
+		fs.IntVar(&req.AfterStep, "after-step", 0, "fork after step `N` of --trajectory: steps 1..N replayed in the workspace, rebuilt under a new id")
+	}
 	failEarly := func(format string, a ...any) int {
 		res := result.New(req.RunID, req.Agent)
 		res.Fail(result.ConfigurationError, fmt.Sprintf(format, a...))

@@ -1,0 +1,167 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/claude"
+	"github.com/pvisor/pvisor/trajectory/pi"
+)
+
+// childLayout is what fork --after-step must know to file a rebuilt
+// prefix as a new session of the agent: the id it records, a fresh id of
+// the same kind, and where the CLI keeps a session with that id.
+type childLayout struct {
+	id    func(first []byte) string
+	newID func() string
+	path  func(first []byte, cwd, id string) (string, error)
+}
+
+var childLayouts = map[string]childLayout{
+	trajectory.ClaudeCode: {
+		id:    func(first []byte) string { return gjson.GetBytes(first, "sessionId").Str },
+		newID: func() string { return uuid.NewString() },
+		path: func(_ []byte, cwd, id string) (string, error) {
+			return filepath.Join("projects", claude.ProjectKey(cwd), id+".jsonl"), nil
+		},
+	},
+	trajectory.Codex: {
+		id:    func(first []byte) string { return gjson.GetBytes(first, "payload.id").Str },
+		newID: newV7,
+		path: func(first []byte, _, id string) (string, error) {
+			t, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(first, "payload.timestamp").Str)
+			if err != nil {
+				return "", fmt.Errorf("session_meta has no timestamp: %w", err)
+			}
+			t = t.UTC()
+			return filepath.Join("sessions", t.Format("2006"), t.Format("01"), t.Format("02"),
+				"rollout-"+t.Format("2006-01-02T15-04-05")+"-"+id+".jsonl"), nil
+		},
+	},
+	trajectory.Pi: {
+		id:    func(first []byte) string { return gjson.GetBytes(first, "id").Str },
+		newID: newV7,
+		path: func(first []byte, cwd, id string) (string, error) {
+			t, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(first, "timestamp").Str)
+			if err != nil {
+				return "", fmt.Errorf("the session header has no timestamp: %w", err)
+			}
+			ts := strings.NewReplacer(":", "-", ".", "-").Replace(t.UTC().Format("2006-01-02T15:04:05.000Z"))
+			return filepath.Join("sessions", pi.SessionDir(cwd), ts+"_"+id+".jsonl"), nil
+		},
+	},
+}
+
+func newV7() string {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return u.String()
+}
+
+// checkPrefixSource checks a fork --after-step request before anything is
+// written and hashes the trajectory (the parent).
+func (r *sessionRun) checkPrefixSource() (*source, error) {
+	req := r.req
+	switch {
+	case req.Mode != ModeFork:
+		return nil, configErr("--after-step and --trajectory are fork's: a resume continues a whole session")
+	case req.SessionID != "" || req.Bundle != "" || req.SourceHome != "":
+		return nil, configErr("fork --after-step takes the session from --trajectory; drop --session, --bundle and --home")
+	case req.AfterStep < 1:
+		return nil, configErr("--after-step %d: steps count from 1 (see pvisor inspect)", req.AfterStep)
+	}
+	if _, ok := childLayouts[r.store.Agent()]; !ok {
+		return nil, fail(result.UnsupportedAgent, "fork --after-step of %s is not supported", r.store.Agent())
+	}
+	abs, err := filepath.Abs(req.Trajectory)
+	if err != nil {
+		return nil, configErr("--trajectory: %v", err)
+	}
+	sum, err := fileSum(abs)
+	if err != nil {
+		return nil, fail(result.TrajectoryError, "--trajectory: %v", err)
+	}
+	req.Trajectory = abs
+	return &source{trajectory: abs, hashes: map[string]string{filepath.Base(abs): sum}}, nil
+}
+
+// prefixBundle replays steps 1..N of the trajectory in the workspace, as
+// `pvisor replay --replay-only` does, gives the rebuilt session a new id
+// and captures it as a bundle: the child, ready to resume.
+func (r *sessionRun) prefixBundle(ctx context.Context, src *source, ws string) (string, error) {
+	agent := r.store.Agent()
+	rep := Run(ctx, &Request{Agent: agent, Trajectory: src.trajectory, AfterStep: r.req.AfterStep, Mode: ReplayOnly,
+		Workspace: ws, RunID: "prefix", StateRoot: filepath.Join(r.stateDir, "prefix", "state"),
+		OutputRoot: filepath.Join(r.stateDir, "prefix", "output")})
+	r.meta["prefix"] = map[string]any{"after_step": r.req.AfterStep, "replayed_tool_calls": rep.ReplayedToolCalls,
+		"quality": rep.Quality, "output_dir": rep.OutputDir}
+	r.res.AfterStep, r.res.ReplayedToolCalls, r.res.PrefixModelTurns = r.req.AfterStep, rep.ReplayedToolCalls, rep.PrefixModelTurns
+	if rep.Failure != nil {
+		return "", fail(rep.Failure.Category, "replaying the prefix: %s", rep.Failure.Message)
+	}
+	if rep.Quality != result.QualityVerified {
+		r.res.Metadata["quality_reasons"] = []string{"the replayed prefix is " + rep.Quality}
+	}
+	rebuilt := ""
+	for _, a := range rep.Artifacts {
+		if a.Role == RoleReconstructed {
+			rebuilt = a.Path
+		}
+	}
+	if rebuilt == "" {
+		return "", fail(result.InternalError, "the prefix replay wrote no %s", RoleReconstructed)
+	}
+	data, err := os.ReadFile(rebuilt)
+	if err != nil {
+		return "", fail(result.WorkspaceError, "%v", err)
+	}
+	first, _, _ := bytes.Cut(data, []byte("\n"))
+	l := childLayouts[agent]
+	parent := l.id(first)
+	if parent == "" {
+		return "", fail(result.TrajectoryError, "the rebuilt %s session names no session id on its first line", agent)
+	}
+	child := l.newID()
+	// Every JSON string that is exactly the parent's id becomes the
+	// child's: the id fields, never text that merely mentions it.
+	data = bytes.ReplaceAll(data, []byte(`"`+parent+`"`), []byte(`"`+child+`"`))
+	o, err := r.store.Origin(bytes.NewReader(data))
+	if err != nil || o.Cwd == "" {
+		return "", fail(result.TrajectoryError, "the rebuilt %s session records no cwd (%v)", agent, err)
+	}
+	rel, err := l.path(first, o.Cwd, child)
+	if err != nil {
+		return "", fail(result.TrajectoryError, "%v", err)
+	}
+	home := filepath.Join(r.stateDir, "prefix", "home")
+	root, err := r.store.Root(home, os.Getenv)
+	if err != nil {
+		return "", fail(result.InternalError, "%v", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(root, rel)), 0o700); err != nil {
+		return "", fail(result.WorkspaceError, "%v", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, rel), data, 0o600); err != nil {
+		return "", fail(result.WorkspaceError, "%v", err)
+	}
+	bundle, _, err := capture.Capture(capture.Options{Store: r.store, Root: root, ID: child, StoreDir: filepath.Join(r.stateDir, "source")})
+	if err != nil {
+		return "", err
+	}
+	src.parentID, src.childID = parent, child
+	r.meta["parent_id"] = parent
+	return bundle, nil
+}
