@@ -175,6 +175,41 @@ func TestResumeForkRealCLIs(t *testing.T) {
 				}
 			})
 
+			t.Run("fork-after-step", func(t *testing.T) {
+				fake, env := fakeOnLoopback(t, fakemodel.Script{Final: "Branched. <promise>COMPLETE</promise>"})
+				ws := t.TempDir()
+				if out, err := exec.Command("tar", "-xzf", filepath.Join(dir, m.Files["initial_repo"]), "-C", ws).CombinedOutput(); err != nil {
+					t.Fatalf("unpack the initial repo: %v\n%s", err, out)
+				}
+				traj := filepath.Join(dir, m.Files["session"])
+				args := []string{"fork", "--agent", ra.agent, "--trajectory", traj, "--after-step", "2", "--workspace", ws, "--prompt", next,
+					"--run-id", "a", "--upstream", ra.upstream, "--agent-entrypoint", bin, "--idle-timeout", "2m",
+					"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out")}
+				res, code, stderr := pvisorRun(t, pvisor, env, args...)
+				if code != 0 {
+					t.Fatalf("fork --after-step: %d %s\n%s", code, res.Raw, stderr)
+				}
+				child := res.Get("metadata.session.session_id").Str
+				if child == "" || child == m.SessionID || res.Get("metadata.session.parent_id").Str != m.SessionID {
+					t.Errorf("child %q, parent %q", child, res.Get("metadata.session.parent_id").Str)
+				}
+				if res.Get("after_step").Int() != 2 || !res.Get("metadata.session.parent.unchanged").Bool() {
+					t.Errorf("after_step %d, parent %s", res.Get("after_step").Int(), res.Get("metadata.session.parent").Raw)
+				}
+				first := firstMain(t, fake)
+				want := int(res.Get("prefix_model_turns").Int())
+				if ra.agent == "claude-code" && bytes.Contains(first.Body, []byte("No response requested.")) {
+					want++ // Claude Code closes the interrupted turn with a synthetic answer
+				}
+				if first.Turn != want || want < 2 {
+					t.Errorf("the first request after the fork holds %d assistant turns, want the prefix's %d", first.Turn, want)
+				}
+				if !bytes.Contains(first.Body, []byte(jsonString(next))) || !bytes.Contains(first.Body, []byte(jsonString(m.Prompt))) {
+					t.Errorf("the first request after the fork lacks the recorded task or the prompt")
+				}
+				checkCaptured(t, res, child, "Branched.")
+			})
+
 			after, err := capture.Hash(bundle)
 			if err != nil || len(after) != len(parentHash) {
 				t.Fatalf("parent bundle after the runs: %v", err)
