@@ -36,13 +36,19 @@ func init() {
 
 // fakeCodexEntrypoint writes the wrapper that runs this binary as codex.
 func fakeCodexEntrypoint(dir string, env ...string) (string, error) {
+	return selfAsCLI(dir, "codex", fakeCodexEnv, env...)
+}
+
+// selfAsCLI writes dir/name, a wrapper that runs this test binary with
+// marker=1 (its init then plays the CLI) and env.
+func selfAsCLI(dir, name, marker string, env ...string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "codex")
+	path := filepath.Join(dir, name)
 	// GORACE: a -race binary otherwise sleeps a second before it exits.
-	script := "#!/bin/sh\nexport " + fakeCodexEnv + "=1 GORACE=atexit_sleep_ms=0 " + strings.Join(env, " ") +
+	script := "#!/bin/sh\nexport " + marker + "=1 GORACE=atexit_sleep_ms=0 " + strings.Join(env, " ") +
 		"\nexec " + self + ` "$@"` + "\n"
 	return path, os.WriteFile(path, []byte(script), 0o755)
 }

@@ -380,13 +380,9 @@ func (r *sessionRun) checkParent(src *source, restored, restoredSum, childID str
 }
 
 func (r *sessionRun) makeDirs() error {
-	stateRoot, err := filepath.Abs(orDefault(r.req.StateRoot, DefaultStateRoot))
+	stateRoot, outputRoot, err := roots(r.req.StateRoot, r.req.OutputRoot)
 	if err != nil {
-		return configErr("--state-dir: %v", err)
-	}
-	outputRoot, err := filepath.Abs(orDefault(r.req.OutputRoot, DefaultOutputRoot))
-	if err != nil {
-		return configErr("--output-dir: %v", err)
+		return err
 	}
 	state, out := filepath.Join(stateRoot, r.req.RunID), filepath.Join(outputRoot, r.req.RunID)
 	for _, d := range []string{state, out} {

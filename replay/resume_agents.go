@@ -156,28 +156,7 @@ func codexResume(c resumeCall) (resumeCommand, error) {
 	if err != nil {
 		return resumeCommand{}, err
 	}
-	var cfg strings.Builder
-	if model != "" {
-		fmt.Fprintf(&cfg, "model = %q\n", model)
-	}
-	fmt.Fprintf(&cfg, `model_provider = %q
-check_for_update_on_startup = false
-
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-enable_request_compression = false
-
-[model_providers.%s]
-name = "pvisor bridge"
-base_url = %q
-wire_api = "responses"
-env_key = %q
-supports_websockets = false
-`, provider, provider, c.bridge.URL+"/v1", codexTokenEnv)
-	if err := writeConfig(filepath.Join(c.root, "config.toml"), []byte(cfg.String()), c.backup); err != nil {
+	if err := writeConfig(filepath.Join(c.root, "config.toml"), codexConfig(provider, model, c.bridge.URL), c.backup); err != nil {
 		return resumeCommand{}, err
 	}
 	sub := "resume"

@@ -39,14 +39,8 @@ func init() {
 
 func fakeResumeEntrypoint(t *testing.T, env ...string) string {
 	t.Helper()
-	self, err := os.Executable()
+	path, err := selfAsCLI(t.TempDir(), "codex", fakeResumeEnv, env...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "codex")
-	script := "#!/bin/sh\nexport " + fakeResumeEnv + "=1 GORACE=atexit_sleep_ms=0 " + strings.Join(env, " ") +
-		"\nexec " + self + ` "$@"` + "\n"
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -53,22 +52,11 @@ func fakeOnLoopback(t *testing.T, script fakemodel.Script) (*fakemodel.Server, [
 // result line (parsed), exit code and stderr.
 func pvisorRun(t *testing.T, pvisor string, env []string, args ...string) (gjson.Result, int, string) {
 	t.Helper()
-	cmd := exec.Command(pvisor, args...)
-	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}, env...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
+	out, code, stderr := execPvisor(t, pvisor, env, args...)
+	if !json.Valid(bytes.TrimSpace(out)) {
+		t.Fatalf("pvisor %s printed no JSON line: %q\n%s", args[0], out, stderr)
 	}
-	if !json.Valid(bytes.TrimSpace(stdout.Bytes())) {
-		t.Fatalf("pvisor %s printed no JSON line: %q\n%s", args[0], stdout.String(), stderr.String())
-	}
-	return gjson.ParseBytes(stdout.Bytes()), code, stderr.String()
+	return gjson.ParseBytes(out), code, stderr
 }
 
 // TestResumeForkRealCLIs: each sandbox is a fresh HOME and cwd. The
