@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,18 +108,9 @@ func fakeResume(args []string) error {
 	}
 	input = append(input, string(user))
 	fmt.Printf(`{"type":"thread.started","thread_id":%q}`+"\n", sid)
-	body := `{"model":"gpt-5.5","stream":false,"tools":[{"type":"function","name":"exec_command"}],"input":[` + strings.Join(input, ",") + `]}`
-	req, _ := http.NewRequest(http.MethodPost, string(m[1])+"/responses", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+os.Getenv(codexTokenEnv))
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
+	out, err := postResponses(string(m[1]), input)
 	if err != nil {
 		return err
-	}
-	out, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("model answered %d: %s", res.StatusCode, out)
 	}
 	rollout, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
