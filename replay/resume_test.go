@@ -18,7 +18,9 @@ import (
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/codex"
+	"github.com/pvisor/pvisor/trajectory/session"
 )
 
 // The resume tests run a stand-in for `codex exec resume|fork <id> -`: this
@@ -400,4 +402,44 @@ func TestForkAfterStep(t *testing.T) {
 			t.Errorf("failure = %+v", res.Failure)
 		}
 	}
+}
+
+// TestResumeBundleIntoHome: --bundle with --home restores into that home;
+// the session already there is moved to the recovery directory, and the
+// result says where.
+func TestResumeBundleIntoHome(t *testing.T) {
+	f := newResumeFixture(t, ModeResume, `{"replies":[],"final":"Done. <promise>COMPLETE</promise>"}`)
+	root := filepath.Join(f.home, ".codex")
+	bundle, _, err := capture.Capture(capture.Options{Store: codexStore(t), Root: root, ID: fixtureSID, StoreDir: filepath.Join(f.dir, "bundles")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(root, "sessions", "2026", "11", "29", "rollout-2026-11-29T10-00-00-"+fixtureSID+".jsonl")
+	before, _ := os.ReadFile(src)
+	f.req.SessionID, f.req.SourceHome, f.req.Bundle, f.req.TargetHome = "", "", bundle, f.home
+	res := f.run(t)
+	if res.Failure != nil {
+		t.Fatalf("failure: %+v\n%s", res.Failure, res.Line())
+	}
+	md := sessionMeta(t, res)
+	backup := md.Get("session.restored.backup").Str
+	if !strings.HasPrefix(backup, filepath.Join(root, capture.RecoveryDir)) || !strings.Contains(md.Get("warnings").Raw, backup) {
+		t.Fatalf("backup %q, warnings %s", backup, md.Get("warnings").Raw)
+	}
+	kept, err := os.ReadFile(filepath.Join(backup, "sessions", "2026", "11", "29", filepath.Base(src)))
+	if err != nil || !bytes.Equal(kept, before) {
+		t.Errorf("the session that was in the home is not in the backup: %v", err)
+	}
+	if now, _ := os.ReadFile(src); !bytes.Contains(now, []byte(f.ws)) {
+		t.Errorf("the home does not hold the restored, resumed session")
+	}
+}
+
+func codexStore(t *testing.T) session.Store {
+	t.Helper()
+	s, ok := agents.Sessions("codex")
+	if !ok {
+		t.Fatal("no codex store")
+	}
+	return s
 }

@@ -174,6 +174,9 @@ func TestRestoreRefusals(t *testing.T) {
 			mustSymlink(t, other, p)
 		}, nil, result.ConfigurationError, "bundle file"},
 		{"not a bundle", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, ManifestName)) }, nil, result.ConfigurationError, "not a capture bundle"},
+		{"manifest claims a huge file", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(mm *Manifest) { mm.Files[0].Size = 1 << 40 })
+		}, nil, result.ConfigurationError, "outside the 67108864-byte limit"},
 		{"bad id in the manifest", func(t *testing.T, dir string) {
 			editManifest(t, dir, func(mm *Manifest) { mm.SessionID = "a/b" })
 		}, nil, result.ConfigurationError, "not a plain id"},
