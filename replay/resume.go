@@ -496,12 +496,18 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	if err := os.MkdirAll(tmp, 0o700); err != nil {
 		return "", "", fail(result.WorkspaceError, "agent temp dir: %v", err)
 	}
+	backup := filepath.Join(in.root, capture.RecoveryDir, fmt.Sprintf("config-%s-%d", r.req.RunID, at.n))
 	cmd, err := r.spec.command(resumeCall{mode: at.mode, sid: at.sid, home: in.home, root: in.root, main: in.main,
 		prompt: at.text, bridge: BridgeAddr{URL: srv.URL(), Token: srv.Token()}, args: r.req.AgentArgs,
-		backup: filepath.Join(in.root, capture.RecoveryDir, "config-"+r.req.RunID), path: envValue(r.baseEnv(), "PATH")})
+		backup: backup, path: envValue(r.baseEnv(), "PATH")})
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "configuring %s: %v", agent, err)
 	}
+	defer func() {
+		if err := restoreConfigs(cmd.configs, backup); err != nil {
+			r.warn(fmt.Sprintf("putting back the configuration in %s: %v (the originals are in %s)", in.root, err, backup))
+		}
+	}()
 	for k, v := range cmd.meta {
 		r.meta[k] = v
 	}

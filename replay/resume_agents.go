@@ -43,6 +43,9 @@ type resumeCall struct {
 type resumeCommand struct {
 	Command
 	meta map[string]any
+	// configs are the configuration files written for the bridge, to be
+	// taken out again (and what they replaced put back) after the run.
+	configs []string
 }
 
 // resumeSpecs are the agents pvisor resume and fork support: file-backed
@@ -130,7 +133,7 @@ func claudeResume(c resumeCall) (resumeCommand, error) {
 		"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1",
 		"IS_SANDBOX=1",
 	}
-	return resumeCommand{Command{Args: args, Env: env, Stdin: []byte(c.prompt)}, meta}, nil
+	return resumeCommand{Command{Args: args, Env: env, Stdin: []byte(c.prompt)}, meta, nil}, nil
 }
 
 // builtinCodexProviders cannot be redefined in config.toml.
@@ -167,7 +170,7 @@ func codexResume(c resumeCall) (resumeCommand, error) {
 	args = append(args, c.sid, "-")
 	env := []string{"CODEX_HOME=" + c.root, codexTokenEnv + "=" + c.bridge.Token}
 	return resumeCommand{Command{Args: args, Env: env, Stdin: []byte(c.prompt)},
-		map[string]any{"codex_provider": provider, "codex_model": model}}, nil
+		map[string]any{"codex_provider": provider, "codex_model": model}, []string{filepath.Join(c.root, "config.toml")}}, nil
 }
 
 // piResume: `pi --mode json --session <id>` (or --fork <id>) with a
@@ -215,7 +218,8 @@ func piResume(c resumeCall) (resumeCommand, error) {
 		"XDG_CONFIG_HOME=" + filepath.Join(c.home, ".config"), "XDG_DATA_HOME=" + filepath.Join(c.home, ".local", "share"),
 		"XDG_CACHE_HOME=" + filepath.Join(c.home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(c.home, ".local", "state"),
 		"NO_COLOR=1", "TERM=dumb", piTokenEnv + "=" + c.bridge.Token}
-	return resumeCommand{Command{Args: args, Env: env}, map[string]any{"pi_provider": provider, "pi_model": model}}, nil
+	return resumeCommand{Command{Args: args, Env: env}, map[string]any{"pi_provider": provider, "pi_model": model},
+		[]string{filepath.Join(c.root, "models.json")}}, nil
 }
 
 // writeConfig writes a CLI's configuration file, moving one that is
@@ -233,6 +237,24 @@ func writeConfig(path string, data []byte, backup string) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o600)
+}
+
+// restoreConfigs removes the configuration files written for a run and
+// puts back what writeConfig moved to backup: a restore into a user's home
+// leaves their configuration as it was.
+func restoreConfigs(paths []string, backup string) error {
+	var errs []error
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+		kept := filepath.Join(backup, filepath.Base(p))
+		if _, err := os.Lstat(kept); err == nil {
+			errs = append(errs, os.Rename(kept, p))
+		}
+	}
+	_ = os.Remove(backup) // only when empty: nothing left to recover
+	return errors.Join(errs...)
 }
 
 // maxLine bounds one line of a session file or a CLI's output read here.

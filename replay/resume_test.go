@@ -416,6 +416,11 @@ func TestResumeBundleIntoHome(t *testing.T) {
 	}
 	src := filepath.Join(root, "sessions", "2026", "11", "29", "rollout-2026-11-29T10-00-00-"+fixtureSID+".jsonl")
 	before, _ := os.ReadFile(src)
+	// The user's own configuration is back in place after the run.
+	userConfig := []byte("model = \"mine\"\n")
+	if err := os.WriteFile(filepath.Join(root, "config.toml"), userConfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	f.req.SessionID, f.req.SourceHome, f.req.Bundle, f.req.TargetHome = "", "", bundle, f.home
 	res := f.run(t)
 	if res.Failure != nil {
@@ -432,6 +437,9 @@ func TestResumeBundleIntoHome(t *testing.T) {
 	}
 	if now, _ := os.ReadFile(src); !bytes.Contains(now, []byte(f.ws)) {
 		t.Errorf("the home does not hold the restored, resumed session")
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "config.toml")); !bytes.Equal(got, userConfig) {
+		t.Errorf("config.toml after the run = %q, want the user's", got)
 	}
 }
 
