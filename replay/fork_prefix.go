@@ -80,6 +80,8 @@ func (r *sessionRun) checkPrefixSource() (*source, error) {
 		return nil, configErr("--after-step and --trajectory are fork's: a resume continues a whole session")
 	case req.SessionID != "" || req.Bundle != "" || req.SourceHome != "":
 		return nil, configErr("fork --after-step takes the session from --trajectory; drop --session, --bundle and --home")
+	case req.PrepareOnly && req.Trajectory == "":
+		return nil, configErr("--prepare-only goes with --trajectory and --after-step")
 	case req.AfterStep < 1:
 		return nil, configErr("--after-step %d: steps count from 1 (see pvisor inspect)", req.AfterStep)
 	}
@@ -103,26 +105,33 @@ func (r *sessionRun) checkPrefixSource() (*source, error) {
 // and captures it as a bundle: the child, ready to resume.
 func (r *sessionRun) prefixBundle(ctx context.Context, src *source, ws string) (string, error) {
 	agent := r.store.Agent()
-	rep := Run(ctx, &Request{Agent: agent, Trajectory: src.trajectory, AfterStep: r.req.AfterStep, Mode: ReplayOnly,
+	mode, role := ReplayOnly, RoleReconstructed
+	if r.req.PrepareOnly {
+		mode, role = PrepareOnly, RolePreparedPrefix
+	}
+	rep := Run(ctx, &Request{Agent: agent, Trajectory: src.trajectory, AfterStep: r.req.AfterStep, Mode: mode,
 		Workspace: ws, RunID: "prefix", StateRoot: filepath.Join(r.stateDir, "prefix", "state"),
 		OutputRoot: filepath.Join(r.stateDir, "prefix", "output")})
-	r.meta["prefix"] = map[string]any{"after_step": r.req.AfterStep, "replayed_tool_calls": rep.ReplayedToolCalls,
+	r.meta["prefix"] = map[string]any{"mode": mode.String(), "after_step": r.req.AfterStep, "replayed_tool_calls": rep.ReplayedToolCalls,
 		"quality": rep.Quality, "output_dir": rep.OutputDir}
 	r.res.AfterStep, r.res.ReplayedToolCalls, r.res.PrefixModelTurns = r.req.AfterStep, rep.ReplayedToolCalls, rep.PrefixModelTurns
 	if rep.Failure != nil {
 		return "", fail(rep.Failure.Category, "replaying the prefix: %s", rep.Failure.Message)
 	}
-	if rep.Quality != result.QualityVerified {
+	switch {
+	case r.req.PrepareOnly:
+		r.res.Metadata["quality_reasons"] = []string{"the prefix keeps the recorded observations (--prepare-only): none was regenerated here"}
+	case rep.Quality != result.QualityVerified:
 		r.res.Metadata["quality_reasons"] = []string{"the replayed prefix is " + rep.Quality}
 	}
 	rebuilt := ""
 	for _, a := range rep.Artifacts {
-		if a.Role == RoleReconstructed {
+		if a.Role == role {
 			rebuilt = a.Path
 		}
 	}
 	if rebuilt == "" {
-		return "", fail(result.InternalError, "the prefix replay wrote no %s", RoleReconstructed)
+		return "", fail(result.InternalError, "the prefix replay wrote no %s", role)
 	}
 	data, err := os.ReadFile(rebuilt)
 	if err != nil {

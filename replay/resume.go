@@ -47,6 +47,9 @@ type SessionRequest struct {
 	// under a new id (fork only).
 	Trajectory string
 	AfterStep  int
+	// PrepareOnly takes the prefix as recorded (pvisor replay
+	// --prepare-only) instead of re-running its tools in the workspace.
+	PrepareOnly bool
 	// TargetHome restores into a given HOME (what is there is backed up);
 	// "" restores into an isolated home in the state dir.
 	TargetHome string
@@ -162,8 +165,8 @@ func (r *sessionRun) run(ctx context.Context) error {
 	}
 	var src *source
 	switch {
-	case req.Trajectory == "" && req.AfterStep != 0:
-		return configErr("--after-step needs --trajectory FILE, the session to fork from the middle of")
+	case req.Trajectory == "" && (req.AfterStep != 0 || req.PrepareOnly):
+		return configErr("--after-step and --prepare-only need --trajectory FILE, the session to fork from the middle of")
 	case req.Trajectory != "":
 		src, err = r.checkPrefixSource()
 	default:

@@ -388,15 +388,27 @@ func TestForkAfterStep(t *testing.T) {
 	case !bytes.Contains(got, []byte("Branched.")):
 		t.Errorf("the child lacks the continuation")
 	}
+	// --prepare-only keeps the recorded observations: no tool runs, and the
+	// result says the prefix was not regenerated.
+	g := newResumeFixture(t, ModeFork, `{"replies":[],"final":"Branched. <promise>COMPLETE</promise>"}`)
+	g.req.SessionID, g.req.SourceHome, g.req.Trajectory, g.req.AfterStep, g.req.PrepareOnly = "", "", traj, 2, true
+	res = g.run(t)
+	if res.Failure != nil {
+		t.Fatalf("--prepare-only: %+v", res.Failure)
+	}
+	if md := sessionMeta(t, res); res.Quality != result.QualityDegraded || res.ReplayedToolCalls != 0 || md.Get("session.prefix.mode").Str != "prepare-only" {
+		t.Errorf("--prepare-only: quality %s, replayed %d, prefix %s", res.Quality, res.ReplayedToolCalls, md.Get("session.prefix").Raw)
+	}
 	// Bad combinations are refused before anything is written.
 	for _, edit := range []func(r *SessionRequest){
 		func(r *SessionRequest) { r.Mode = ModeResume },
 		func(r *SessionRequest) { r.AfterStep = 0 },
 		func(r *SessionRequest) { r.Trajectory = "" },
 		func(r *SessionRequest) { r.SessionID = fixtureSID },
+		func(r *SessionRequest) { r.Trajectory, r.AfterStep = "", 0 },
 	} {
 		g := newResumeFixture(t, ModeFork, `{"replies":[]}`)
-		g.req.SessionID, g.req.SourceHome, g.req.Trajectory, g.req.AfterStep = "", "", traj, 1
+		g.req.SessionID, g.req.SourceHome, g.req.Trajectory, g.req.AfterStep, g.req.PrepareOnly = "", "", traj, 1, true
 		edit(g.req)
 		if res := g.run(t); res.Failure == nil || res.Failure.Category != result.ConfigurationError || res.StateDir != nil {
 			t.Errorf("failure = %+v", res.Failure)

@@ -24,6 +24,8 @@ a session: steps 1..N are replayed in the workspace as 'pvisor replay
 rebuilt session is given a new id (every JSON string equal to the old id),
 and the CLI resumes that child with the prompt. The trajectory is the
 parent, checked unchanged; metadata.session.prefix describes the replay.
+--prepare-only builds the prefix as 'pvisor replay --prepare-only' does,
+with the recorded observations and no tool run (quality degraded).
 
 Prints one sandbox-playback.result/v3 line (metadata.session.mode "fork").
 Exit status as for 'pvisor resume'.

@@ -114,6 +114,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	if mode == replay.ModeFork {
 		fs.StringVar(&req.Trajectory, "trajectory", "", "with --after-step: the native session `file` to fork from the middle of")
 		fs.IntVar(&req.AfterStep, "after-step", 0, "fork after step `N` of --trajectory: steps 1..N replayed in the workspace, rebuilt under a new id")
+		fs.BoolVar(&req.PrepareOnly, "prepare-only", false, "with --after-step: keep the recorded observations instead of re-running the prefix's tools (quality degraded)")
 	}
 	failEarly := func(format string, a ...any) int {
 		res := result.New(req.RunID, req.Agent)
