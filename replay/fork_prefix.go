@@ -3,73 +3,13 @@ package replay
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"time"
-
-	"github.com/google/uuid"
-	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/result"
-	"github.com/pvisor/pvisor/trajectory"
-	"github.com/pvisor/pvisor/trajectory/claude"
-	"github.com/pvisor/pvisor/trajectory/pi"
+	"github.com/pvisor/pvisor/trajectory/session"
 )
-
-// childLayout is what fork --after-step must know to file a rebuilt
-// prefix as a new session of the agent: the id it records, a fresh id of
-// the same kind, and where the CLI keeps a session with that id.
-type childLayout struct {
-	id    func(first []byte) string
-	newID func() string
-	path  func(first []byte, cwd, id string) (string, error)
-}
-
-var childLayouts = map[string]childLayout{
-	trajectory.ClaudeCode: {
-		id:    func(first []byte) string { return gjson.GetBytes(first, "sessionId").Str },
-		newID: func() string { return uuid.NewString() },
-		path: func(_ []byte, cwd, id string) (string, error) {
-			return filepath.Join("projects", claude.ProjectKey(cwd), id+".jsonl"), nil
-		},
-	},
-	trajectory.Codex: {
-		id:    func(first []byte) string { return gjson.GetBytes(first, "payload.id").Str },
-		newID: newV7,
-		path: func(first []byte, _, id string) (string, error) {
-			t, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(first, "payload.timestamp").Str)
-			if err != nil {
-				return "", fmt.Errorf("session_meta has no timestamp: %w", err)
-			}
-			t = t.UTC()
-			return filepath.Join("sessions", t.Format("2006"), t.Format("01"), t.Format("02"),
-				"rollout-"+t.Format("2006-01-02T15-04-05")+"-"+id+".jsonl"), nil
-		},
-	},
-	trajectory.Pi: {
-		id:    func(first []byte) string { return gjson.GetBytes(first, "id").Str },
-		newID: newV7,
-		path: func(first []byte, cwd, id string) (string, error) {
-			t, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(first, "timestamp").Str)
-			if err != nil {
-				return "", fmt.Errorf("the session header has no timestamp: %w", err)
-			}
-			ts := strings.NewReplacer(":", "-", ".", "-").Replace(t.UTC().Format("2006-01-02T15:04:05.000Z"))
-			return filepath.Join("sessions", pi.SessionDir(cwd), ts+"_"+id+".jsonl"), nil
-		},
-	},
-}
-
-func newV7() string {
-	u, err := uuid.NewV7()
-	if err != nil {
-		return uuid.NewString()
-	}
-	return u.String()
-}
 
 // checkPrefixSource checks a fork --after-step request before anything is
 // written and hashes the trajectory (the parent).
@@ -85,7 +25,7 @@ func (r *sessionRun) checkPrefixSource() (*source, error) {
 	case req.AfterStep < 1:
 		return nil, configErr("--after-step %d: steps count from 1 (see pvisor inspect)", req.AfterStep)
 	}
-	if _, ok := childLayouts[r.store.Agent()]; !ok {
+	if _, ok := r.store.(session.Brancher); !ok {
 		return nil, fail(result.UnsupportedAgent, "fork --after-step of %s is not supported", r.store.Agent())
 	}
 	abs, err := filepath.Abs(req.Trajectory)
@@ -138,12 +78,12 @@ func (r *sessionRun) prefixBundle(ctx context.Context, src *source, ws string) (
 		return "", fail(result.WorkspaceError, "%v", err)
 	}
 	first, _, _ := bytes.Cut(data, []byte("\n"))
-	l := childLayouts[agent]
-	parent := l.id(first)
+	l := r.store.(session.Brancher)
+	parent := l.FileID(first)
 	if parent == "" {
 		return "", fail(result.TrajectoryError, "the rebuilt %s session names no session id on its first line", agent)
 	}
-	child := l.newID()
+	child := l.NewID()
 	// Every JSON string that is exactly the parent's id becomes the
 	// child's: the id fields, never text that merely mentions it.
 	data = bytes.ReplaceAll(data, []byte(`"`+parent+`"`), []byte(`"`+child+`"`))
@@ -151,7 +91,7 @@ func (r *sessionRun) prefixBundle(ctx context.Context, src *source, ws string) (
 	if err != nil || o.Cwd == "" {
 		return "", fail(result.TrajectoryError, "the rebuilt %s session records no cwd (%v)", agent, err)
 	}
-	rel, err := l.path(first, o.Cwd, child)
+	rel, err := l.File(first, o.Cwd, child)
 	if err != nil {
 		return "", fail(result.TrajectoryError, "%v", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Rewriter knows what an agent's session file records about its cwd.
@@ -43,6 +45,20 @@ type Store interface {
 	// for a session in the directory its cwd names (Claude's project key,
 	// Pi's session directory), so a restore into another cwd moves it.
 	Place(rel, cwd string) string
+}
+
+// Brancher is a Store that can file a rebuilt session as a new one (fork
+// --after-step): the id a session file records, a fresh id of the kind the
+// CLI makes, and the file the CLI keeps a session with that id in.
+type Brancher interface {
+	Store
+	// FileID is the session id the first line of a session file records.
+	FileID(first []byte) string
+	// NewID is a fresh session id.
+	NewID() string
+	// File is where session id, whose first line is first, lives for
+	// cwd, relative to Root.
+	File(first []byte, cwd, id string) (string, error)
 }
 
 // ReplaceDir swaps the first n components of rel for dir's: the usual
@@ -145,6 +161,15 @@ func FindOne(agent, root, id, pattern string, names func(base string) bool) (str
 	default:
 		return "", &AmbiguousError{Agent: agent, ID: id, Paths: found}
 	}
+}
+
+// NewV7 is a fresh time-ordered UUID (Codex's and Pi's ids).
+func NewV7() string {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return u.String()
 }
 
 // RootFrom is the usual rule for a CLI's state directory: <home>/<sub> when
