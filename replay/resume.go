@@ -110,10 +110,8 @@ func RunSession(ctx context.Context, req *SessionRequest) *result.Result {
 		}
 	}
 	if r.outputDir != "" {
-		out := filepath.Join(r.outputDir, "result.json")
-		res.Artifacts = append(res.Artifacts, result.Artifact{Role: "result", Format: "json", Path: out})
-		if err := result.WriteFile(out, res.Line()); err != nil {
-			res.Artifacts = res.Artifacts[:len(res.Artifacts)-1]
+		// As a replay's: result.json is the printed line, not an artifact.
+		if err := result.WriteFile(filepath.Join(r.outputDir, "result.json"), res.Line()); err != nil {
 			r.warn("result.json: " + err.Error())
 		}
 	}
@@ -151,7 +149,7 @@ func (r *sessionRun) run(ctx context.Context) error {
 	r.store, r.spec = store, spec
 	r.res.Agent.Type = store.Agent()
 	if !runIDPattern.MatchString(req.RunID) {
-		return configErr("--run-id %q: use letters, digits, '.', '-' and '_'", req.RunID)
+		return configErr("--run-id %q: use letters, digits, '-' and '_'", req.RunID)
 	}
 	if err := r.checkOptions(); err != nil {
 		return err
