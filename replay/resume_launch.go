@@ -92,6 +92,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "starting %s: %v", entry, err)
 	}
+	r.res.AgentStatus = result.AgentFailed // until the run succeeds as a whole
 	stop := proc.supervise(ctx, watch{refused: srv.Refused(), idle: idle, activity: activity, completion: watcher})
 	code, sig, waitErr := proc.wait()
 	srv.Close()

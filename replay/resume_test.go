@@ -256,8 +256,8 @@ func TestResumeCompletionTimeout(t *testing.T) {
 	f.req.Completion = prompt.Completion{Timeout: 300 * time.Millisecond}
 	f.req.IdleTimeout = 500 * time.Millisecond
 	res = f.run(t)
-	if res.Failure == nil || res.Failure.Category != result.ContinuationError || !strings.Contains(res.Failure.Message, "no activity") {
-		t.Errorf("failure = %+v", res.Failure)
+	if res.Failure == nil || res.Failure.Category != result.ContinuationError || !strings.Contains(res.Failure.Message, "no activity") || res.AgentStatus != result.AgentFailed {
+		t.Errorf("failure = %+v, agent status %s", res.Failure, res.AgentStatus)
 	}
 }
 
