@@ -223,6 +223,11 @@ func (r *sessionRun) run(ctx context.Context) error {
 		r.meta["restored"].(map[string]any)["backup"] = restored.Backup
 		r.warn("files already in " + root + " were moved to " + restored.Backup)
 	}
+	if src.trajectory != "" && !req.PrepareOnly {
+		r.res.SetPhase(result.PhaseReplayed)
+	} else {
+		r.res.SetPhase(result.PhasePrepared) // restored, ready to resume
+	}
 	restoredSum, err := fileSum(restored.Main)
 	if err != nil {
 		return fail(result.WorkspaceError, "%v", err)

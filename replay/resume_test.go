@@ -259,6 +259,9 @@ func TestResumeCompletionTimeout(t *testing.T) {
 	if res.Failure == nil || res.Failure.Category != result.ContinuationError || !strings.Contains(res.Failure.Message, "no activity") || res.AgentStatus != result.AgentFailed {
 		t.Errorf("failure = %+v, agent status %s", res.Failure, res.AgentStatus)
 	}
+	if res.Phase == nil || *res.Phase != result.PhasePrepared {
+		t.Errorf("phase %v, want prepared: the session was restored", res.Phase)
+	}
 }
 
 // TestResumeStructuredRetry: the first answer's tag is malformed; the
