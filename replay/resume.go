@@ -141,7 +141,7 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if req.Mode != ModeResume && req.Mode != ModeFork {
 		return fail(result.InternalError, "unknown session mode %q", req.Mode)
 	}
-	store, ok := agents.Sessions(req.Agent)
+	store, ok := agents.Resumable(req.Agent)
 	spec, ok2 := resumeSpecs[canonicalAgent(req.Agent)]
 	if !ok || !ok2 {
 		return fail(result.UnsupportedAgent, "%s sessions cannot be resumed or forked by this build; supported: %s", req.Agent, strings.Join(resumeAgents(), ", "))
@@ -192,6 +192,10 @@ func (r *sessionRun) run(ctx context.Context) error {
 	switch {
 	case src.trajectory != "":
 		if bundle, err = r.prefixBundle(ctx, src, ws); err != nil {
+			return err
+		}
+	case r.spec.export != nil && bundle == "":
+		if bundle, err = r.exportSource(src, entry, ws); err != nil {
 			return err
 		}
 	case bundle == "":
@@ -312,7 +316,12 @@ func (r *sessionRun) findSource() (*source, error) {
 	if err != nil {
 		return nil, configErr("%v", err)
 	}
-	loc, err := r.store.Locate(root, req.SessionID)
+	var loc *session.Located
+	if r.spec.export != nil {
+		loc, err = locateInDatabase(r.store.Agent(), root, req.SessionID)
+	} else {
+		loc, err = r.store.Locate(root, req.SessionID)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -26,6 +28,15 @@ type resumeSpec struct {
 	sessionID func(stdout string) (string, error)
 	// text is the assistant text one line of the CLI's output carries.
 	text func(line []byte) string
+	// For a CLI whose sessions live in a database (OpenCode): collect
+	// exports session id after a run into the state directory as the
+	// store's file, and export writes source session id of the database
+	// in dataDir to the file out. nil for file-backed stores.
+	collect func(c resumeCall, id string) error
+	export  func(c resumeCall, dataDir, id, out string) error
+	// stop and grace end the CLI (SIGTERM and 3 s when zero).
+	stop  syscall.Signal
+	grace time.Duration
 }
 
 // resumeCall is what a spec is given.
@@ -37,7 +48,9 @@ type resumeCall struct {
 	bridge     BridgeAddr
 	args       []string // --agent-arg
 	backup     string   // where a config file already in root goes first
-	path       string   // PATH
+	entry      string   // the CLI, for its import and export
+	env        []string // the base environment
+	cwd        string   // the workspace
 }
 
 type resumeCommand struct {
@@ -51,9 +64,11 @@ type resumeCommand struct {
 // resumeSpecs are the agents pvisor resume and fork support: file-backed
 // sessions with native resume and fork flags (reference/capture.md §5.4).
 var resumeSpecs = map[string]resumeSpec{
-	trajectory.ClaudeCode: {claudeResume, streamID("type", "system", "session_id"), claudeText},
-	trajectory.Codex:      {codexResume, streamID("type", "thread.started", "thread_id"), codexText},
-	trajectory.Pi:         {piResume, streamID("type", "session", "id"), piText},
+	trajectory.ClaudeCode: {command: claudeResume, sessionID: streamID("type", "system", "session_id"), text: claudeText},
+	trajectory.Codex:      {command: codexResume, sessionID: streamID("type", "thread.started", "thread_id"), text: codexText},
+	trajectory.Pi:         {command: piResume, sessionID: streamID("type", "session", "id"), text: piText},
+	trajectory.OpenCode: {command: opencodeResume, sessionID: streamID("type", "step_start", "sessionID"), text: opencodeText,
+		collect: opencodeCollect, export: opencodeExport, stop: syscall.SIGINT, grace: opencodeStopGrace},
 }
 
 // claudeText: stream-json assistant messages' text blocks.

@@ -62,9 +62,10 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		return "", "", fail(result.WorkspaceError, "agent temp dir: %v", err)
 	}
 	backup := filepath.Join(in.root, capture.RecoveryDir, fmt.Sprintf("config-%s-%d", r.req.RunID, at.n))
-	cmd, err := r.spec.command(resumeCall{mode: at.mode, sid: at.sid, home: in.home, root: in.root, main: in.main,
+	call := resumeCall{mode: at.mode, sid: at.sid, home: in.home, root: in.root, main: in.main,
 		prompt: at.text, bridge: BridgeAddr{URL: srv.URL(), Token: srv.Token()}, args: r.req.AgentArgs,
-		backup: backup})
+		backup: backup, entry: entry, env: r.baseEnv(), cwd: in.cwd}
+	cmd, err := r.spec.command(call)
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "configuring %s: %v", agent, err)
 	}
@@ -93,7 +94,8 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		return "", "", fail(result.ContinuationError, "starting %s: %v", entry, err)
 	}
 	r.res.AgentStatus = result.AgentFailed // until the run succeeds as a whole
-	stop := proc.supervise(ctx, watch{refused: srv.Refused(), idle: idle, activity: activity, completion: watcher})
+	stop := proc.supervise(ctx, watch{refused: srv.Refused(), idle: idle, activity: activity, completion: watcher,
+		signal: r.spec.stop, grace: r.spec.grace})
 	code, sig, waitErr := proc.wait()
 	srv.Close()
 	stats := srv.Stats()
@@ -139,6 +141,11 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	}
 	if err := session.CheckID(id); err != nil {
 		return "", "", fail(result.ContinuationError, "%s reported session id %q: %v", bin, id, err)
+	}
+	if r.spec.collect != nil {
+		if err := r.spec.collect(call, id); err != nil {
+			return "", "", fail(result.ContinuationError, "the session after the run: %v", err)
+		}
 	}
 	return id, tap.Text(), nil
 }

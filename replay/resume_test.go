@@ -317,17 +317,31 @@ func TestResumeBadInput(t *testing.T) {
 		{"id with path characters", func(t *testing.T, f *resumeFixture) { f.req.SessionID = "../x" }, result.ConfigurationError, "not a plain id"},
 		{"two sessions with one id", func(t *testing.T, f *resumeFixture) {
 			day := filepath.Join(f.home, ".codex", "sessions", "2026", "11", "30")
-			os.MkdirAll(day, 0o700)
+			if err := os.MkdirAll(day, 0o700); err != nil {
+				t.Fatal(err)
+			}
 			synthRollout(t, day)
 		}, result.TrajectoryError, "ambiguous"},
 		{"not a bundle", func(t *testing.T, f *resumeFixture) { f.req.SessionID, f.req.SourceHome, f.req.Bundle = "", "", f.home }, result.ConfigurationError, "not a capture bundle"},
-		{"agent without resume", func(t *testing.T, f *resumeFixture) { f.req.Agent = "opencode" }, result.UnsupportedAgent, "cannot be resumed"},
+		{"agent without resume", func(t *testing.T, f *resumeFixture) { f.req.Agent = "openhands" }, result.UnsupportedAgent, "cannot be resumed"},
+		{"opencode session not in its database", func(t *testing.T, f *resumeFixture) {
+			f.req.Agent, f.req.SessionID = "opencode", "ses_dd667972effeIl1TDXAj2ZWXpJ"
+			data := filepath.Join(f.home, ".local", "share", "opencode")
+			if err := os.MkdirAll(data, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(data, "opencode.db"), []byte("SQLite format 3\x00 ses_other"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, result.TrajectoryError, "not found"},
 		{"no prompt", func(t *testing.T, f *resumeFixture) { f.req.Prompt = prompt.Source{} }, result.ConfigurationError, "no prompt"},
 		{"recorded upstream", func(t *testing.T, f *resumeFixture) { f.req.Upstream = UpstreamRecorded }, result.ConfigurationError, "a resume has none"},
 		{"no workspace", func(t *testing.T, f *resumeFixture) { f.req.Workspace = filepath.Join(f.dir, "nope") }, result.WorkspaceError, "not a directory"},
 		{"missing placeholder", func(t *testing.T, f *resumeFixture) {
 			p := filepath.Join(f.dir, "p.md")
-			os.WriteFile(p, []byte("Fix {{ISSUE}}"), 0o600)
+			if err := os.WriteFile(p, []byte("Fix {{ISSUE}}"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			f.req.Prompt = prompt.Source{File: p}
 		}, result.ConfigurationError, "ISSUE"},
 	}
@@ -465,4 +479,35 @@ func codexStore(t *testing.T) session.Store {
 		t.Fatal("no codex store")
 	}
 	return s
+}
+
+func TestFileContains(t *testing.T) {
+	dir := t.TempDir()
+	needle := []byte("ses_dd667972effeIl1TDXAj2ZWXpJ")
+	for _, tt := range []struct {
+		name string
+		at   int // where the needle starts; -1: absent
+		size int
+	}{
+		{"start", 0, 100},
+		{"straddles the first read", 1<<20 - 10, 2 << 20},
+		{"in the second read", 1<<20 + 5, 2 << 20},
+		{"at the very end", 3<<20 - len(needle), 3 << 20},
+		{"absent", -1, 3 << 20},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			data := bytes.Repeat([]byte{'x'}, tt.size)
+			if tt.at >= 0 {
+				copy(data[tt.at:], needle)
+			}
+			p := filepath.Join(dir, "db")
+			if err := os.WriteFile(p, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := fileContains(p, needle)
+			if err != nil || got != (tt.at >= 0) {
+				t.Errorf("fileContains = %v, %v", got, err)
+			}
+		})
+	}
 }

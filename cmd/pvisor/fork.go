@@ -11,7 +11,8 @@ const forkUsage = `Usage: pvisor fork --agent A (--session ID [--home DIR] | --b
        pvisor fork --agent A --trajectory FILE --after-step N --workspace DIR (--prompt TEXT | --prompt-file F) [flags]
 
 Continues a captured conversation as a new one, with the agent CLI's own
-fork (claude --resume --fork-session, codex exec fork, pi --fork): the
+fork (claude --resume --fork-session, codex exec fork, pi --fork, opencode
+run --session --fork): the
 same restore, bridge and capture as 'pvisor resume', and then two checks:
 the child reports a session id other than the parent's, and the parent
 (its bundle, or its files in --home, and the restored copy) is
@@ -30,7 +31,7 @@ with the recorded observations and no tool run (quality degraded).
 Prints one sandbox-playback.result/v3 line (metadata.session.mode "fork").
 Exit status as for 'pvisor resume'.
 
-Agents: claude-code, codex, pi.
+Agents: claude-code, codex, pi, opencode (not with --after-step).
 
 Examples:
     # Branch a Pi session into a second conversation in another checkout.

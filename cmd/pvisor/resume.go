@@ -17,7 +17,8 @@ const resumeUsage = `Usage: pvisor resume --agent A (--session ID [--home DIR] |
                      --workspace DIR (--prompt TEXT | --prompt-file F) [flags]
 
 Continues a captured conversation in this sandbox with the agent CLI's own
-resume (claude --resume, codex exec resume, pi --session), its model
+resume (claude --resume, codex exec resume, pi --session, opencode run
+--session), its model
 requests going through pvisor's loopback bridge to --upstream. The session
 comes from a bundle ('pvisor capture') or, by id, from the agent's state
 under --home. It is restored into an isolated home in the state dir (or,
@@ -26,7 +27,11 @@ with --bundle, into --home: anything already there is moved to
 recorded cwd rewritten to the workspace's realpath and the file placed
 where the CLI looks for it from there. After the run the session is
 captured again into <output>/<run-id>/sessions/. The session must keep its
-id, and the session it came from is checked unchanged.
+id, and the session it came from is checked unchanged. OpenCode keeps its
+sessions in SQLite: its database is copied from --home into the state dir
+and the session exported from the copy ('opencode export'); a restore is
+'opencode import' of that document, and the capture after the run another
+export.
 
 The prompt is --prompt TEXT or --prompt-file FILE. A file's {{KEY}}
 placeholders take --prompt-arg KEY=VALUE values and the built-ins
@@ -54,7 +59,7 @@ with that id, 11 an agent or CLI version without resume support, 20 the
 workspace or directories, 30 a prompt command failed, 40 the agent or the
 model failed (or the structured output stayed unusable).
 
-Agents: claude-code, codex, pi.
+Agents: claude-code, codex, pi, opencode.
 
 Examples:
     # Ask for a JSON summary, retrying once when the tag is malformed.
