@@ -93,7 +93,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	req := &replay.SessionRequest{Mode: mode}
 	var home string
 	var promptArgs, signals []string
-	fs.StringVar(&req.Agent, "agent", "", "agent whose session it is (claude-code, codex, pi)")
+	fs.StringVar(&req.Agent, "agent", "", "agent whose session it is (claude-code, codex, pi, opencode)")
 	fs.StringVar(&req.SessionID, "session", "", "session id, as the agent CLI printed it")
 	fs.StringVar(&home, "home", "", "with --session: the HOME the agent ran under; with --bundle: the HOME to restore into")
 	fs.StringVar(&req.Bundle, "bundle", "", "bundle `dir` from pvisor capture")

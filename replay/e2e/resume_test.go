@@ -258,3 +258,87 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return data
 }
+
+// TestResumeForkOpenCode: the recorded OpenCode session imported into a
+// fresh HOME's database with the real CLI; pvisor resumes it from there in
+// another cwd (the first request after the resume holds the prior
+// conversation) and forks the bundle that resume captured.
+func TestResumeForkOpenCode(t *testing.T) {
+	pvisor := pvisorBinary(t)
+	rels := tested.Of("opencode")
+	bin := releaseBin(t, rels[len(rels)-1])
+	dirs := recordingDirs(t, "opencode")
+	dir := dirs[len(dirs)-1]
+	m, err := readManifest(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enterLoopbackNetns(t)
+
+	home, cwd := t.TempDir(), t.TempDir()
+	imp := exec.Command(bin, "import", filepath.Join(dir, m.Files["session"]))
+	imp.Dir = cwd
+	imp.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"), "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1"}
+	if out, err := imp.CombinedOutput(); err != nil || !bytes.Contains(out, []byte(m.SessionID)) {
+		t.Fatalf("opencode import: %v\n%s", err, out)
+	}
+	db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
+	dbBefore := mustRead(t, db)
+	const next = "Now list what you changed, in one line."
+	s := m.Script
+	s.Replies = append(append([]fakemodel.Reply{}, m.Script.Replies...), fakemodel.Reply{Text: "README.md and NOTES.md. <promise>COMPLETE</promise>"})
+	s.Final = "unexpected extra turn"
+	fake, env := fakeOnLoopback(t, s)
+	base := []string{"--agent", "opencode", "--upstream", "openai-chat", "--agent-entrypoint", bin, "--idle-timeout", "2m",
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out"), "--prompt", next}
+
+	res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"resume", "--session", m.SessionID, "--home", home,
+		"--workspace", t.TempDir(), "--run-id", "r"}, base...)...)
+	if code != 0 {
+		t.Fatalf("resume: %d %s\n%s", code, res.Raw, stderr)
+	}
+	if id := res.Get("metadata.session.session_id").Str; id != m.SessionID || !res.Get("metadata.session.parent.unchanged").Bool() {
+		t.Errorf("resume continued %s, parent %s", id, res.Get("metadata.session.parent").Raw)
+	}
+	first := firstMain(t, fake)
+	if first.Turn != len(m.Script.Replies) {
+		t.Errorf("the first request after the resume holds %d assistant turns, want the recording's %d", first.Turn, len(m.Script.Replies))
+	}
+	for _, want := range []string{m.Prompt, next} {
+		if !bytes.Contains(first.Body, []byte(jsonString(want))) {
+			t.Errorf("the first request after the resume lacks %q", want)
+		}
+	}
+	checkCaptured(t, res, m.SessionID, "README.md and NOTES.md.")
+	if !bytes.Equal(mustRead(t, db), dbBefore) {
+		t.Errorf("the source home's database changed")
+	}
+
+	bundle := res.Get("metadata.session.bundle").Str
+	parent, err := capture.Hash(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Replies = append(s.Replies, fakemodel.Reply{Text: "Forked. <promise>COMPLETE</promise>"})
+	_, env = fakeOnLoopback(t, s)
+	res, code, stderr = pvisorRun(t, pvisor, env, append([]string{"fork", "--bundle", bundle, "--workspace", t.TempDir(), "--run-id", "f"}, base...)...)
+	if code != 0 {
+		t.Fatalf("fork: %d %s\n%s", code, res.Raw, stderr)
+	}
+	child := res.Get("metadata.session.session_id").Str
+	if child == "" || child == m.SessionID || !res.Get("metadata.session.parent.unchanged").Bool() {
+		t.Errorf("fork child %q, parent %s", child, res.Get("metadata.session.parent").Raw)
+	}
+	checkCaptured(t, res, child, "Forked.")
+	after, err := capture.Hash(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range parent {
+		if after[k] != v {
+			t.Errorf("parent bundle file %s changed", k)
+		}
+	}
+}
