@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pvisor/pvisor/replay/prompt"
 )
 
 // agentSpec is one agent CLI launch.
@@ -116,11 +118,12 @@ func (p *agentProc) wait() (code int, sig string, err error) {
 type stopReason int
 
 const (
-	stopNone     stopReason = iota
-	stopRefused             // the bridge refused a request
-	stopBudget              // the step budget is spent
-	stopIdle                // nothing happened for too long
-	stopCanceled            // pvisor itself was interrupted
+	stopNone      stopReason = iota
+	stopRefused              // the bridge refused a request
+	stopBudget               // the step budget is spent
+	stopIdle                 // nothing happened for too long
+	stopCanceled             // pvisor itself was interrupted
+	stopCompleted            // the agent said it was done and then hung
 )
 
 // watch is what supervise waits on besides the CLI.
@@ -133,6 +136,10 @@ type watch struct {
 	// signal and grace stop the CLI (SIGTERM and 3 s when zero).
 	signal syscall.Signal
 	grace  time.Duration
+	// completion, when set, follows the agent's completion signal: once
+	// it is seen the idle timeout no longer applies, and a CLI still
+	// running when the completion timeout passes is stopped as done.
+	completion *prompt.Watcher
 }
 
 // supervise waits for the CLI to end and stops it when the bridge refused a
@@ -170,6 +177,14 @@ func (p *agentProc) supervise(ctx context.Context, w watch) stopReason {
 		case <-ctx.Done():
 			return stop(stopCanceled)
 		case <-tick.C:
+			if w.completion != nil {
+				switch w.completion.State() {
+				case prompt.Done:
+					return stop(stopCompleted)
+				case prompt.Completing:
+					continue
+				}
+			}
 			if n := w.activity.Load(); n != last {
 				last, lastAt = n, time.Now()
 			} else if time.Since(lastAt) > w.idle {

@@ -402,6 +402,8 @@ func (s stopReason) String() string {
 		return "idle"
 	case stopCanceled:
 		return "canceled"
+	case stopCompleted:
+		return "completed"
 	}
 	return "exited"
 }

@@ -197,13 +197,9 @@ func (r *run) checkBudget() error {
 // allocate creates the per-run state and output dirs and opens the journal.
 // The output dir must be new: results of two runs never mix.
 func (r *run) allocate() error {
-	stateRoot, err := filepath.Abs(orDefault(r.req.StateRoot, DefaultStateRoot))
+	stateRoot, outputRoot, err := roots(r.req.StateRoot, r.req.OutputRoot)
 	if err != nil {
-		return configErr("--state-dir: %v", err)
-	}
-	outputRoot, err := filepath.Abs(orDefault(r.req.OutputRoot, DefaultOutputRoot))
-	if err != nil {
-		return configErr("--output-dir: %v", err)
+		return err
 	}
 	stateDir := filepath.Join(stateRoot, r.req.RunID)
 	outputDir := filepath.Join(outputRoot, r.req.RunID)
@@ -320,6 +316,20 @@ func evalExisting(p string) (string, error) {
 		rest = filepath.Join(filepath.Base(p), rest)
 		p = parent
 	}
+}
+
+// roots are the absolute state and output roots of a run, defaults
+// filled in.
+func roots(state, output string) (string, string, error) {
+	stateRoot, err := filepath.Abs(orDefault(state, DefaultStateRoot))
+	if err != nil {
+		return "", "", configErr("--state-dir: %v", err)
+	}
+	outputRoot, err := filepath.Abs(orDefault(output, DefaultOutputRoot))
+	if err != nil {
+		return "", "", configErr("--output-dir: %v", err)
+	}
+	return stateRoot, outputRoot, nil
 }
 
 func orDefault(s, def string) string {

@@ -36,13 +36,19 @@ func init() {
 
 // fakeCodexEntrypoint writes the wrapper that runs this binary as codex.
 func fakeCodexEntrypoint(dir string, env ...string) (string, error) {
+	return selfAsCLI(dir, "codex", fakeCodexEnv, env...)
+}
+
+// selfAsCLI writes dir/name, a wrapper that runs this test binary with
+// marker=1 (its init then plays the CLI) and env.
+func selfAsCLI(dir, name, marker string, env ...string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, "codex")
+	path := filepath.Join(dir, name)
 	// GORACE: a -race binary otherwise sleeps a second before it exits.
-	script := "#!/bin/sh\nexport " + fakeCodexEnv + "=1 GORACE=atexit_sleep_ms=0 " + strings.Join(env, " ") +
+	script := "#!/bin/sh\nexport " + marker + "=1 GORACE=atexit_sleep_ms=0 " + strings.Join(env, " ") +
 		"\nexec " + self + ` "$@"` + "\n"
 	return path, os.WriteFile(path, []byte(script), 0o755)
 }
@@ -127,18 +133,9 @@ func fakeCodex(args []string, mode string) error {
 	}
 	input = append(input, nonceItem)
 	for turn := 0; turn < 20; turn++ {
-		body := `{"model":"gpt-5.5","stream":false,"tools":[{"type":"function","name":"exec_command"}],"input":[` + strings.Join(input, ",") + `]}`
-		req, _ := http.NewRequest(http.MethodPost, string(m[1])+"/responses", strings.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+os.Getenv("PVISOR_BRIDGE_TOKEN"))
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
+		out, err := postResponses(string(m[1]), input)
 		if err != nil {
 			return err
-		}
-		out, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			return fmt.Errorf("model answered %d: %s", res.StatusCode, out)
 		}
 		var calls []string
 		for _, it := range gjson.GetBytes(out, "output").Array() {
@@ -158,4 +155,24 @@ func fakeCodex(args []string, mode string) error {
 		}
 	}
 	return fmt.Errorf("too many turns")
+}
+
+// postResponses sends input to the Responses endpoint under base as the
+// stand-in CLIs do (not streamed, one exec_command tool) and returns the
+// answer's body.
+func postResponses(base string, input []string) ([]byte, error) {
+	body := `{"model":"gpt-5.5","stream":false,"tools":[{"type":"function","name":"exec_command"}],"input":[` + strings.Join(input, ",") + `]}`
+	req, _ := http.NewRequest(http.MethodPost, base+"/responses", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+os.Getenv(codexTokenEnv))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	out, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("model answered %d: %s", res.StatusCode, out)
+	}
+	return out, nil
 }

@@ -68,13 +68,9 @@ func (r *run) runIsolated(ctx context.Context) error {
 		return configErr("%v", err)
 	}
 	cfg := overlay.Config{Path: ws, Compose: r.req.Overlay.Compose, Commit: mode}
-	stateRoot, err := filepath.Abs(orDefault(r.req.StateRoot, DefaultStateRoot))
+	stateRoot, outputRoot, err := roots(r.req.StateRoot, r.req.OutputRoot)
 	if err != nil {
-		return configErr("--state-dir: %v", err)
-	}
-	outputRoot, err := filepath.Abs(orDefault(r.req.OutputRoot, DefaultOutputRoot))
-	if err != nil {
-		return configErr("--output-dir: %v", err)
+		return err
 	}
 	if err := r.checkDirs(stateRoot, outputRoot); err != nil {
 		return err

@@ -275,9 +275,27 @@ func (s *codexStaged) Conversation() envelope.Conversation { return s.conv }
 // Command writes config.toml for the bridge and resumes the thread with the
 // nonce as its prompt (exec resume cannot start without one).
 func (s *codexStaged) Command(b BridgeAddr) (Command, error) {
+	cfg := codexConfig(codexProvider, s.model, b.URL)
+	if err := os.WriteFile(filepath.Join(s.c.Home, "config.toml"), cfg, 0o600); err != nil {
+		return Command{}, err
+	}
+	args := []string{"exec", "resume", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
+	args = append(args, s.c.AgentArgs...)
+	args = append(args, s.sid, s.c.Envelope.Nonce)
+	env := []string{"CODEX_HOME=" + s.c.Home, codexTokenEnv + "=" + b.Token}
+	if s.tz != "" {
+		env = append(env, "TZ="+s.tz)
+	}
+	return Command{Args: args, Env: env}, nil
+}
+
+// codexConfig is the config.toml that sends Codex's model requests to the
+// bridge at url through provider: responses wire API, no websockets, no
+// update check, analytics or plugins.
+func codexConfig(provider, model, url string) []byte {
 	var cfg strings.Builder
-	if s.model != "" {
-		fmt.Fprintf(&cfg, "model = %q\n", s.model)
+	if model != "" {
+		fmt.Fprintf(&cfg, "model = %q\n", model)
 	}
 	fmt.Fprintf(&cfg, `model_provider = %q
 check_for_update_on_startup = false
@@ -295,16 +313,6 @@ base_url = %q
 wire_api = "responses"
 env_key = %q
 supports_websockets = false
-`, codexProvider, codexProvider, b.URL+"/v1", codexTokenEnv)
-	if err := os.WriteFile(filepath.Join(s.c.Home, "config.toml"), []byte(cfg.String()), 0o600); err != nil {
-		return Command{}, err
-	}
-	args := []string{"exec", "resume", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
-	args = append(args, s.c.AgentArgs...)
-	args = append(args, s.sid, s.c.Envelope.Nonce)
-	env := []string{"CODEX_HOME=" + s.c.Home, codexTokenEnv + "=" + b.Token}
-	if s.tz != "" {
-		env = append(env, "TZ="+s.tz)
-	}
-	return Command{Args: args, Env: env}, nil
+`, provider, provider, url+"/v1", codexTokenEnv)
+	return []byte(cfg.String())
 }

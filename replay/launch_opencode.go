@@ -147,13 +147,16 @@ func (s *opencodeStaged) StopSignal() (syscall.Signal, time.Duration) {
 	return syscall.SIGINT, opencodeStopGrace
 }
 
-// env is the CLI's environment: every config, data, cache and state dir in
-// the isolated home, and OpenCode's network extras off.
-func (s *opencodeStaged) env(token string) []string {
-	h := s.c.Home
+// env is the CLI's environment in the isolated home.
+func (s *opencodeStaged) env(token string) []string { return opencodeEnv(s.c.Home, token) }
+
+// opencodeEnv is the CLI's environment with home as HOME: every config,
+// data, cache and state dir in it (at the XDG defaults, so the data dir is
+// where opencode.Bundled looks), and OpenCode's network extras off.
+func opencodeEnv(h, token string) []string {
 	env := []string{"HOME=" + h,
-		"XDG_CONFIG_HOME=" + filepath.Join(h, "config"), "XDG_DATA_HOME=" + filepath.Join(h, "data"),
-		"XDG_CACHE_HOME=" + filepath.Join(h, "cache"), "XDG_STATE_HOME=" + filepath.Join(h, "state"),
+		"XDG_CONFIG_HOME=" + filepath.Join(h, ".config"), "XDG_DATA_HOME=" + filepath.Join(h, ".local", "share"),
+		"XDG_CACHE_HOME=" + filepath.Join(h, ".cache"), "XDG_STATE_HOME=" + filepath.Join(h, ".local", "state"),
 		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "NO_COLOR=1", "TERM=dumb"}
 	if token != "" {
@@ -162,24 +165,30 @@ func (s *opencodeStaged) env(token string) []string {
 	return env
 }
 
+// opencodeConfig is the opencode.json that sends provider/model to the
+// bridge at url.
+func opencodeConfig(provider, model, url string) map[string]any {
+	return map[string]any{
+		"$schema":     "https://opencode.ai/config.json",
+		"model":       provider + "/" + model,
+		"small_model": provider + "/" + model,
+		"autoupdate":  false,
+		"share":       "disabled",
+		"permission":  map[string]any{"edit": "allow", "bash": "allow", "webfetch": "deny", "external_directory": "allow"},
+		"provider": map[string]any{provider: map[string]any{
+			"npm":     "@ai-sdk/openai-compatible",
+			"name":    "pvisor bridge",
+			"options": map[string]any{"baseURL": url + "/v1", "apiKey": "{env:" + opencodeTokenEnv + "}"},
+			"models":  map[string]any{model: map[string]any{"name": model, "tool_call": true}},
+		}},
+	}
+}
+
 // Command writes opencode.json for the bridge, imports the staged export and
 // resumes the session with the nonce as its prompt (run cannot start
 // without one).
 func (s *opencodeStaged) Command(b BridgeAddr) (Command, error) {
-	cfg := map[string]any{
-		"$schema":     "https://opencode.ai/config.json",
-		"model":       s.provider + "/" + s.model,
-		"small_model": s.provider + "/" + s.model,
-		"autoupdate":  false,
-		"share":       "disabled",
-		"permission":  map[string]any{"edit": "allow", "bash": "allow", "webfetch": "deny", "external_directory": "allow"},
-		"provider": map[string]any{s.provider: map[string]any{
-			"npm":     "@ai-sdk/openai-compatible",
-			"name":    "pvisor bridge",
-			"options": map[string]any{"baseURL": b.URL + "/v1", "apiKey": "{env:" + opencodeTokenEnv + "}"},
-			"models":  map[string]any{s.model: map[string]any{"name": s.model, "tool_call": true}},
-		}},
-	}
+	cfg := opencodeConfig(s.provider, s.model, b.URL)
 	if n := s.c.Envelope.MaxLiveTurns; n > 0 {
 		// A native limit one step past the budget, as a backstop should the
 		// bridge's budget not hold. Not the budget itself: on its last
@@ -192,7 +201,7 @@ func (s *opencodeStaged) Command(b BridgeAddr) (Command, error) {
 	if err != nil {
 		return Command{}, err
 	}
-	dir := filepath.Join(s.c.Home, "config", "opencode")
+	dir := filepath.Join(s.c.Home, ".config", "opencode")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return Command{}, err
 	}
@@ -218,11 +227,16 @@ func (s *opencodeStaged) tool(args ...string) (stdout, stderr []byte, err error)
 	if s.c.Entrypoint == "" {
 		return nil, nil, fmt.Errorf("no opencode entrypoint to run %s with", args[0])
 	}
+	return opencodeTool(s.c.Entrypoint, append(append([]string(nil), s.c.Env...), s.env("")...), s.c.Workspace, args...)
+}
+
+// opencodeTool runs `opencode import|export …`, bounded in time.
+func opencodeTool(entry string, env []string, dir string, args ...string) (stdout, stderr []byte, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), opencodeToolTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.c.Entrypoint, args...)
-	cmd.Dir = s.c.Workspace
-	cmd.Env = append(append([]string(nil), s.c.Env...), s.env("")...)
+	cmd := exec.CommandContext(ctx, entry, args...)
+	cmd.Dir = dir
+	cmd.Env = env
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	cmd.WaitDelay = time.Second

@@ -26,6 +26,7 @@ Usage:
     pvisor session locate|show --agent A [--home DIR] ID
     pvisor session rewrite --agent A --from OLD --to NEW < IN > OUT
     pvisor capture --agent A --session ID [--home DIR] [--store DIR]
+    pvisor resume|fork --agent A (--session ID [--home DIR] | --bundle DIR) --workspace DIR --prompt TEXT
     pvisor fake-model --script FILE [--addr 127.0.0.1:PORT]
     pvisor version
 
@@ -43,6 +44,10 @@ Examples:
 
     # Store a session from a sandbox's home as a portable bundle.
     $ pvisor capture --agent codex --session 01a22998-569d-74b2-aebf-25f39bc1a17a --home /sandbox/home
+
+    # Continue that session in this checkout, through the bridge.
+    $ pvisor resume --agent codex --bundle ~/.local/share/pvisor/sessions/codex/01a22998-569d-74b2-aebf-25f39bc1a17a \
+        --workspace . --prompt 'Now add tests.'
 
 Run 'pvisor COMMAND --help' for the flags of a command.
 `
@@ -76,6 +81,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdSession(args[1:], stdout, stderr)
 	case "capture":
 		return cmdCapture(args[1:], stdout, stderr)
+	case "resume":
+		return cmdResume(args[1:], stdout, stderr)
+	case "fork":
+		return cmdFork(args[1:], stdout, stderr)
 	case "fake-model":
 		return cmdFakeModel(args[1:], stdout, stderr)
 	case "doctor":

@@ -66,8 +66,16 @@ func Load(dir string) (*Manifest, error) {
 	if err := dec.Decode(&m); err != nil || m.SchemaVersion != Schema {
 		return nil, fail(result.ConfigurationError, "%s is not a %s manifest (%v)", filepath.Join(dir, ManifestName), Schema, err)
 	}
+	// The limits of a capture bound what is read here: a manifest cannot
+	// make Load hash more than a capture would have copied.
+	if len(m.Files) > DefaultLimits.MaxFiles {
+		return nil, fail(result.ConfigurationError, "bundle %s lists %d files, more than the %d a capture holds", dir, len(m.Files), DefaultLimits.MaxFiles)
+	}
 	listed := map[string]bool{}
 	for _, f := range m.Files {
+		if f.Size < 0 || f.Size > DefaultLimits.MaxFileBytes {
+			return nil, fail(result.ConfigurationError, "bundle %s lists %s with %d bytes, outside the %d-byte limit of a capture", dir, f.Path, f.Size, DefaultLimits.MaxFileBytes)
+		}
 		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
 			return nil, fail(result.ConfigurationError, "bundle %s lists %q, a path outside the bundle", dir, f.Path)
 		}

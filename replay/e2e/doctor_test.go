@@ -33,8 +33,25 @@ func pvisorBinary(t *testing.T) string {
 // exit code and its stderr.
 func doctorRun(t *testing.T, pvisor string, args ...string) ([]doctor.Row, int, string) {
 	t.Helper()
-	cmd := exec.Command(pvisor, append([]string{"doctor", "--json"}, args...)...)
-	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}
+	out, code, stderr := execPvisor(t, pvisor, nil, append([]string{"doctor", "--json"}, args...)...)
+	var rows []doctor.Row
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var r doctor.Row
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("doctor printed something other than JSON rows: %v\n%s", err, stderr)
+		}
+		rows = append(rows, r)
+	}
+	return rows, code, stderr
+}
+
+// execPvisor runs the pvisor binary with a fresh HOME and TMPDIR, a plain
+// PATH and env, and returns its stdout, exit code and stderr.
+func execPvisor(t *testing.T, pvisor string, env []string, args ...string) ([]byte, int, string) {
+	t.Helper()
+	cmd := exec.Command(pvisor, args...)
+	cmd.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + t.TempDir(), "TMPDIR=" + t.TempDir()}, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -45,16 +62,7 @@ func doctorRun(t *testing.T, pvisor string, args ...string) ([]doctor.Row, int, 
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	var rows []doctor.Row
-	dec := json.NewDecoder(&stdout)
-	for dec.More() {
-		var r doctor.Row
-		if err := dec.Decode(&r); err != nil {
-			t.Fatalf("doctor printed something other than JSON rows: %v\n%s", err, stderr.String())
-		}
-		rows = append(rows, r)
-	}
-	return rows, code, stderr.String()
+	return stdout.Bytes(), code, stderr.String()
 }
 
 // TestDoctorPassesEveryTestedRelease: `pvisor doctor` with each installed

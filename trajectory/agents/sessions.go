@@ -17,6 +17,14 @@ var stores = []session.Store{claude.Sessions(), codex.Sessions(), pi.Sessions()}
 // Sessions returns the session store of agent name ("pi-agent" is pi).
 func Sessions(name string) (session.Store, bool) { return byAgent(stores, name) }
 
+// resumable are the agents pvisor resume and fork can restore: every
+// store, and OpenCode through export documents its CLI imports.
+var resumable = []session.Store{claude.Sessions(), codex.Sessions(), pi.Sessions(), opencode.Bundled()}
+
+// Resumable returns the store resume and fork restore agent name's
+// sessions from.
+func Resumable(name string) (session.Store, bool) { return byAgent(resumable, name) }
+
 // rewriters are the agents whose session files Rewriter can move to
 // another cwd: every store, and OpenCode's export documents.
 var rewriters = []session.Rewriter{claude.Sessions(), codex.Sessions(), pi.Sessions(), opencode.Exports()}

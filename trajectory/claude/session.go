@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
@@ -65,6 +66,23 @@ func (sessions) Locate(root, id string) (*session.Located, error) {
 	}
 	sort.Strings(loc.Sidecars)
 	return loc, nil
+}
+
+// Place moves a file into the project directory of cwd, which Claude Code
+// keys by its realpath (the caller resolves it).
+func (sessions) Place(rel, cwd string) string {
+	return session.ReplaceDir(rel, 2, "projects", ProjectKey(cwd))
+}
+
+// FileID is the sessionId every entry records.
+func (sessions) FileID(first []byte) string { return gjson.GetBytes(first, "sessionId").Str }
+
+// NewID is a random UUID, as Claude Code makes them.
+func (sessions) NewID() string { return uuid.NewString() }
+
+// File is <id>.jsonl in the project directory of cwd.
+func (sessions) File(_ []byte, cwd, id string) (string, error) {
+	return filepath.Join("projects", ProjectKey(cwd), id+".jsonl"), nil
 }
 
 // Origin is the first entry's cwd (later entries follow the shell's cd)

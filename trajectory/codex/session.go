@@ -1,9 +1,11 @@
 package codex
 
 import (
+	"fmt"
 	"io"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -43,6 +45,27 @@ func (sessions) Locate(root, id string) (*store.Located, error) {
 		return nil, err
 	}
 	return &store.Located{Agent: trajectory.Codex, ID: id, Root: root, Main: main}, nil
+}
+
+// Place keeps the rollout's date path: Codex finds a session by id in any
+// date directory.
+func (sessions) Place(rel, _ string) string { return rel }
+
+// FileID is session_meta's id.
+func (sessions) FileID(first []byte) string { return gjson.GetBytes(first, "payload.id").Str }
+
+// NewID is a time-ordered UUID (v7), as Codex makes them.
+func (sessions) NewID() string { return store.NewV7() }
+
+// File is the rollout of id under the date of session_meta's timestamp.
+func (sessions) File(first []byte, _, id string) (string, error) {
+	t, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(first, "payload.timestamp").Str)
+	if err != nil {
+		return "", fmt.Errorf("session_meta has no timestamp: %w", err)
+	}
+	t = t.UTC()
+	return filepath.Join("sessions", t.Format("2006"), t.Format("01"), t.Format("02"),
+		"rollout-"+t.Format("2006-01-02T15-04-05")+"-"+id+".jsonl"), nil
 }
 
 // Origin is session_meta's cwd and cli_version.

@@ -2,7 +2,9 @@ package opencode
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"path/filepath"
 
 	"github.com/tidwall/gjson"
 
@@ -59,3 +61,46 @@ func (exports) Rewrite(w io.Writer, r io.Reader, from, to string) (int, error) {
 		return spans, err
 	})
 }
+
+// ExportDir is where pvisor keeps export documents inside OpenCode's data
+// directory: the files a restore imports and a capture after a run stores.
+const ExportDir = "pvisor-exports"
+
+// Bundled is OpenCode's sessions as pvisor moves them: one export document
+// per session, <data dir>/pvisor-exports/<id>.json, which the CLI imports
+// into (and exports from) its database. The data directory is
+// <home>/.local/share/opencode, or $XDG_DATA_HOME/opencode.
+func Bundled() store.Store { return bundled{} }
+
+type bundled struct{ exports }
+
+func (bundled) Root(home string, getenv func(string) string) (string, error) {
+	data := filepath.Join(home, ".local", "share")
+	if home == "" {
+		if data = getenv("XDG_DATA_HOME"); data == "" {
+			h := getenv("HOME")
+			if h == "" {
+				return "", errors.New("neither XDG_DATA_HOME nor HOME is set: pass --home")
+			}
+			data = filepath.Join(h, ".local", "share")
+		}
+	}
+	return filepath.Abs(filepath.Join(data, "opencode"))
+}
+
+func (bundled) Locate(root, id string) (*store.Located, error) {
+	main, err := store.FindOne(trajectory.OpenCode, root, id, filepath.Join(ExportDir, "*.json"),
+		func(base string) bool { return base == id+".json" })
+	if err != nil {
+		return nil, err
+	}
+	return &store.Located{Agent: trajectory.OpenCode, ID: id, Root: root, Main: main}, nil
+}
+
+// Place keeps the document where it is: the session's directory is inside
+// it, and opencode import takes it from there.
+func (bundled) Place(rel, _ string) string { return rel }
+
+// DatabaseFiles are OpenCode's SQLite database and its journal files in
+// the data directory.
+var DatabaseFiles = []string{"opencode.db", "opencode.db-wal", "opencode.db-shm"}

@@ -1,9 +1,11 @@
 package pi
 
 import (
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -51,6 +53,29 @@ func (sessions) Locate(root, id string) (*store.Located, error) {
 		return nil, err
 	}
 	return &store.Located{Agent: trajectory.Pi, ID: id, Root: root, Main: main}, nil
+}
+
+// Place moves the file into the session directory of cwd: Pi looks there
+// first for --session, and elsewhere asks whether to fork.
+func (sessions) Place(rel, cwd string) string {
+	return store.ReplaceDir(rel, 2, "sessions", SessionDir(cwd))
+}
+
+// FileID is the header's id.
+func (sessions) FileID(first []byte) string { return gjson.GetBytes(first, "id").Str }
+
+// NewID is a time-ordered UUID (v7), as Pi makes them.
+func (sessions) NewID() string { return store.NewV7() }
+
+// File is <ts>_<id>.jsonl, ts the header's timestamp as Pi names files, in
+// the session directory of cwd.
+func (sessions) File(first []byte, cwd, id string) (string, error) {
+	t, err := time.Parse(time.RFC3339Nano, gjson.GetBytes(first, "timestamp").Str)
+	if err != nil {
+		return "", fmt.Errorf("the session header has no timestamp: %w", err)
+	}
+	ts := strings.NewReplacer(":", "-", ".", "-").Replace(t.UTC().Format("2006-01-02T15:04:05.000Z"))
+	return filepath.Join("sessions", SessionDir(cwd), ts+"_"+id+".jsonl"), nil
 }
 
 // Origin is the header's cwd. Pi records no CLI version in the file (the

@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/google/uuid"
 )
 
 // Rewriter knows what an agent's session file records about its cwd.
@@ -38,6 +40,35 @@ type Store interface {
 	// Locate finds session id under root by its id, never by a path built
 	// from a cwd, with the sidecar files that belong to it.
 	Locate(root, id string) (*Located, error)
+	// Place is where a file of a session, rel (relative to Root, as Locate
+	// returned it), belongs once the session's cwd is cwd: the CLI looks
+	// for a session in the directory its cwd names (Claude's project key,
+	// Pi's session directory), so a restore into another cwd moves it.
+	Place(rel, cwd string) string
+}
+
+// Brancher is a Store that can file a rebuilt session as a new one (fork
+// --after-step): the id a session file records, a fresh id of the kind the
+// CLI makes, and the file the CLI keeps a session with that id in.
+type Brancher interface {
+	Store
+	// FileID is the session id the first line of a session file records.
+	FileID(first []byte) string
+	// NewID is a fresh session id.
+	NewID() string
+	// File is where session id, whose first line is first, lives for
+	// cwd, relative to Root.
+	File(first []byte, cwd, id string) (string, error)
+}
+
+// ReplaceDir swaps the first n components of rel for dir's: the usual
+// Place for stores keyed by a directory at a fixed depth.
+func ReplaceDir(rel string, n int, dir ...string) string {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) <= n {
+		return rel
+	}
+	return filepath.Join(append(dir, parts[n:]...)...)
 }
 
 // Located is a session on disk. Paths are relative to Root, so a copy keeps
@@ -130,6 +161,15 @@ func FindOne(agent, root, id, pattern string, names func(base string) bool) (str
 	default:
 		return "", &AmbiguousError{Agent: agent, ID: id, Paths: found}
 	}
+}
+
+// NewV7 is a fresh time-ordered UUID (Codex's and Pi's ids).
+func NewV7() string {
+	u, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return u.String()
 }
 
 // RootFrom is the usual rule for a CLI's state directory: <home>/<sub> when

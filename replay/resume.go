@@ -1,0 +1,484 @@
+package replay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/replay/tested"
+	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory/agents"
+	"github.com/pvisor/pvisor/trajectory/session"
+)
+
+// Session modes: resume continues the conversation under its own id, fork
+// continues a copy of it under a new one.
+const (
+	ModeResume = "resume"
+	ModeFork   = "fork"
+)
+
+// UpstreamFake serves a scripted model inside pvisor (--fake-script): the
+// whole resume runs with no model service, for tests and demos.
+const UpstreamFake = "fake"
+
+// SessionRequest is one pvisor resume or fork.
+type SessionRequest struct {
+	Mode  string
+	Agent string
+	// The session: by id in the agent's state under SourceHome (or its own
+	// environment), or a bundle from pvisor capture.
+	SessionID  string
+	SourceHome string
+	Bundle     string
+	// Trajectory and AfterStep fork from the middle of a session: the
+	// child is steps 1..AfterStep replayed in the workspace and rebuilt
+	// under a new id (fork only).
+	Trajectory string
+	AfterStep  int
+	// PrepareOnly takes the prefix as recorded (pvisor replay
+	// --prepare-only) instead of re-running its tools in the workspace.
+	PrepareOnly bool
+	// TargetHome restores into a given HOME (what is there is backed up);
+	// "" restores into an isolated home in the state dir.
+	TargetHome string
+	Workspace  string
+	Prompt     prompt.Source
+	// Completion is the agent's completion signal (default
+	// prompt.DefaultSignal) and how long a CLI may hang after it.
+	Completion prompt.Completion
+	// OutputTag asks for structured output: the content of the last
+	// <tag>…</tag> in the agent's text, checked against the JSON Schema
+	// file OutputSchema when given; MaxRetries resumes the session that
+	// many times with what was wrong.
+	OutputTag    string
+	OutputSchema string
+	MaxRetries   int
+
+	Upstream      string // a protocol, or "fake"; default the agent's own
+	UpstreamModel string
+	FakeScript    string
+
+	AgentEntrypoint      string
+	AgentArgs            []string
+	AllowUntestedVersion bool
+	IdleTimeout          time.Duration
+
+	RunID      string
+	StateRoot  string
+	OutputRoot string
+}
+
+// sessionRun is one resume or fork in progress.
+type sessionRun struct {
+	req       *SessionRequest
+	res       *result.Result
+	store     session.Store
+	spec      resumeSpec
+	stateDir  string
+	outputDir string
+	meta      map[string]any
+	tmpl      *prompt.Template
+	schema    *prompt.Schema
+	retries   []map[string]any
+}
+
+// RunSession restores a captured session into a home, resumes (or forks)
+// it with the agent CLI's native flags through the bridge, and captures
+// the session again into the output dir. It never returns nil; bad input
+// fails before anything is written.
+func RunSession(ctx context.Context, req *SessionRequest) *result.Result {
+	if req.RunID == "" {
+		req.RunID = NewRunID()
+	}
+	res := result.New(req.RunID, req.Agent)
+	r := &sessionRun{req: req, res: res, meta: map[string]any{"mode": req.Mode}}
+	res.Metadata["session"] = r.meta
+	if err := r.run(ctx); err != nil {
+		cat := Category(err)
+		res.Fail(cat, err.Error())
+		if r.stateDir == "" {
+			res.MarkEarly()
+		}
+	}
+	if r.outputDir != "" {
+		// As a replay's: result.json is the printed line, not an artifact.
+		if err := result.WriteFile(filepath.Join(r.outputDir, "result.json"), res.Line()); err != nil {
+			r.warn("result.json: " + err.Error())
+		}
+	}
+	return res
+}
+
+// Category is the failure category of an error from the engine.
+func Category(err error) string {
+	if f, ok := err.(*Failure); ok {
+		return f.Category
+	}
+	return capture.Category(err)
+}
+
+// source is the session a run starts from, found before anything is written.
+type source struct {
+	bundle     string            // a bundle to restore from
+	located    *session.Located  // or a session in a home, captured first
+	trajectory string            // or a trajectory whose prefix is replayed
+	hashes     map[string]string // of the parent's files, before the run
+	parentID   string
+	childID    string // set when pvisor made the child itself
+}
+
+func (r *sessionRun) run(ctx context.Context) error {
+	req := r.req
+	if req.Mode != ModeResume && req.Mode != ModeFork {
+		return fail(result.InternalError, "unknown session mode %q", req.Mode)
+	}
+	store, ok := agents.Resumable(req.Agent)
+	spec, ok2 := resumeSpecs[canonicalAgent(req.Agent)]
+	if !ok || !ok2 {
+		return fail(result.UnsupportedAgent, "%s sessions cannot be resumed or forked by this build; supported: %s", req.Agent, strings.Join(resumeAgents(), ", "))
+	}
+	r.store, r.spec = store, spec
+	r.res.Agent.Type = store.Agent()
+	if !runIDPattern.MatchString(req.RunID) {
+		return configErr("--run-id %q: use letters, digits, '-' and '_'", req.RunID)
+	}
+	if err := r.checkOptions(); err != nil {
+		return err
+	}
+	ws, err := checkWorkspace(req.Workspace)
+	if err != nil {
+		return err
+	}
+	var src *source
+	switch {
+	case req.Trajectory == "" && (req.AfterStep != 0 || req.PrepareOnly):
+		return configErr("--after-step and --prepare-only need --trajectory FILE, the session to fork from the middle of")
+	case req.Trajectory != "":
+		src, err = r.checkPrefixSource()
+	default:
+		src, err = r.findSource()
+	}
+	if err != nil {
+		return err
+	}
+	if err := r.loadPrompt(ctx, ws, src.parentID); err != nil {
+		return err
+	}
+	up, upMeta, err := r.upstream()
+	if err != nil {
+		return err
+	}
+	if c, ok := up.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	// From here on, the run writes: its state and output dirs first.
+	if err := r.makeDirs(); err != nil {
+		return err
+	}
+	entry, err := r.probe(ctx)
+	if err != nil {
+		return err
+	}
+	bundle := src.bundle
+	switch {
+	case src.trajectory != "":
+		if bundle, err = r.prefixBundle(ctx, src, ws); err != nil {
+			return err
+		}
+	case r.spec.export != nil && bundle == "":
+		if bundle, err = r.exportSource(src, entry, ws); err != nil {
+			return err
+		}
+	case bundle == "":
+		if bundle, _, err = capture.Capture(capture.Options{Store: store, Root: src.located.Root, ID: src.parentID,
+			StoreDir: filepath.Join(r.stateDir, "source")}); err != nil {
+			return err
+		}
+		r.meta["source_home_state"] = src.located.Root
+	}
+	text, err := r.expandPrompt(ctx, ws)
+	if err != nil {
+		return err
+	}
+	home := req.TargetHome
+	if home == "" {
+		home = filepath.Join(r.stateDir, "home")
+	}
+	root, err := store.Root(home, os.Getenv)
+	if err != nil {
+		return configErr("%v", err)
+	}
+	restored, err := capture.Restore(capture.RestoreOptions{Bundle: bundle, Store: store, Root: root, Workspace: ws})
+	if err != nil {
+		return err
+	}
+	r.meta["restored"] = map[string]any{"bundle": bundle, "path": restored.Main, "files": len(restored.Files),
+		"origin_cwd": restored.Manifest.OriginCwd, "cwd": restored.Cwd, "cwd_rewrites": restored.Rewrites}
+	if restored.Backup != "" {
+		r.meta["restored"].(map[string]any)["backup"] = restored.Backup
+		r.warn("files already in " + root + " were moved to " + restored.Backup)
+	}
+	if src.trajectory != "" && !req.PrepareOnly {
+		r.res.SetPhase(result.PhaseReplayed)
+	} else {
+		r.res.SetPhase(result.PhasePrepared) // restored, ready to resume
+	}
+	restoredSum, err := fileSum(restored.Main)
+	if err != nil {
+		return fail(result.WorkspaceError, "%v", err)
+	}
+	in := launchInput{home: home, root: root, cwd: restored.Cwd, main: restored.Main, up: up, upMeta: upMeta}
+	first := attempt{mode: req.Mode, sid: src.parentID, text: text}
+	if src.childID != "" {
+		first = attempt{mode: ModeResume, sid: src.childID, text: text}
+	}
+	childID, err := r.attempts(ctx, entry, in, first)
+	if err != nil {
+		return err
+	}
+	if err := r.checkParent(src, restored.Main, restoredSum, childID); err != nil {
+		return err
+	}
+	dir, m, err := capture.Capture(capture.Options{Store: store, Root: root, ID: childID, StoreDir: filepath.Join(r.outputDir, "sessions")})
+	if err != nil {
+		return fail(result.ContinuationError, "capturing the %s session after the run: %v", req.Mode, err)
+	}
+	r.meta["bundle"] = dir
+	r.meta["session_id"] = childID
+	r.res.Artifacts = append(r.res.Artifacts, result.Artifact{Role: "native_session_bundle",
+		Format: store.Agent() + "/" + capture.Schema, Path: dir})
+	r.meta["captured_files"] = len(m.Files)
+	r.res.AgentStatus = result.AgentCompleted
+	r.res.SetPhase(result.PhaseContinued)
+	if r.res.Metadata["quality_reasons"] == nil {
+		r.res.Quality = result.QualityVerified
+	}
+	return nil
+}
+
+// checkWorkspace is the workspace's absolute path; it must be a directory.
+func checkWorkspace(ws string) (string, error) {
+	if ws == "" {
+		return "", configErr("--workspace is required: the directory the agent resumes in")
+	}
+	abs, err := filepath.Abs(ws)
+	if err != nil {
+		return "", configErr("--workspace: %v", err)
+	}
+	st, err := os.Stat(abs)
+	if err != nil || !st.IsDir() {
+		return "", fail(result.WorkspaceError, "--workspace %s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+// findSource finds the session without writing anything: a bundle is
+// loaded (hashes checked), a session in a home located by id.
+func (r *sessionRun) findSource() (*source, error) {
+	req := r.req
+	switch {
+	case req.Bundle != "" && req.SourceHome != "":
+		return nil, configErr("--bundle restores into --home; to take the session from a home, pass --session and --home without --bundle")
+	case req.Bundle != "":
+		m, err := capture.Load(req.Bundle)
+		if err != nil {
+			return nil, err
+		}
+		if m.Agent != r.store.Agent() {
+			return nil, configErr("bundle %s holds a %s session, not %s", req.Bundle, m.Agent, r.store.Agent())
+		}
+		if req.SessionID != "" && req.SessionID != m.SessionID {
+			return nil, configErr("bundle %s holds session %s, not %s", req.Bundle, m.SessionID, req.SessionID)
+		}
+		hashes, err := capture.Hash(req.Bundle)
+		if err != nil {
+			return nil, err
+		}
+		abs, _ := filepath.Abs(req.Bundle)
+		r.meta["parent_id"] = m.SessionID
+		return &source{bundle: abs, hashes: hashes, parentID: m.SessionID}, nil
+	case req.SessionID == "":
+		return nil, configErr("pass --session ID (with --home when the agent ran under another HOME) or --bundle DIR")
+	}
+	if err := session.CheckID(req.SessionID); err != nil {
+		return nil, err
+	}
+	root, err := r.store.Root(req.SourceHome, os.Getenv)
+	if err != nil {
+		return nil, configErr("%v", err)
+	}
+	var loc *session.Located
+	if r.spec.export != nil {
+		loc, err = locateInDatabase(r.store.Agent(), root, req.SessionID)
+	} else {
+		loc, err = r.store.Locate(root, req.SessionID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	hashes := map[string]string{}
+	for _, rel := range append([]string{loc.Main}, loc.Sidecars...) {
+		s, err := fileSum(filepath.Join(root, rel))
+		if err != nil {
+			return nil, fail(result.TrajectoryError, "%v", err)
+		}
+		hashes[filepath.ToSlash(rel)] = s
+	}
+	r.meta["parent_id"] = req.SessionID
+	return &source{located: loc, hashes: hashes, parentID: req.SessionID}, nil
+}
+
+// checkParent: a fork leaves the parent byte-identical (its bundle or its
+// files in the source home, and the restored copy) under another id; a
+// resume keeps the id.
+func (r *sessionRun) checkParent(src *source, restored, restoredSum, childID string) error {
+	after := map[string]string{}
+	var err error
+	switch {
+	case src.trajectory != "":
+		var s string
+		s, err = fileSum(src.trajectory)
+		after[filepath.Base(src.trajectory)] = s
+	case src.bundle != "":
+		after, err = capture.Hash(src.bundle)
+	default:
+		for rel := range src.hashes {
+			var s string
+			if s, err = fileSum(filepath.Join(src.located.Root, filepath.FromSlash(rel))); err != nil {
+				break
+			}
+			after[rel] = s
+		}
+	}
+	unchanged := err == nil && len(after) == len(src.hashes)
+	for k, v := range src.hashes {
+		unchanged = unchanged && after[k] == v
+	}
+	parent := map[string]any{"id": src.parentID, "sha256_before": src.hashes, "sha256_after": after, "unchanged": unchanged}
+	r.meta["parent"] = parent
+	if !unchanged {
+		return fail(result.InternalError, "the parent session %s changed during the %s (see metadata.session.parent); this is a pvisor bug", src.parentID, r.req.Mode)
+	}
+	if src.childID != "" {
+		if childID != src.childID {
+			return fail(result.ContinuationError, "the CLI continued session %s, not the rebuilt child %s", childID, src.childID)
+		}
+		return nil
+	}
+	if r.req.Mode == ModeResume {
+		if childID != src.parentID {
+			return fail(result.ContinuationError, "the resumed session reports id %s, not %s: the CLI started a new conversation instead of resuming", childID, src.parentID)
+		}
+		return nil
+	}
+	now, err := fileSum(restored)
+	parent["restored_copy_unchanged"] = err == nil && now == restoredSum
+	if childID == src.parentID {
+		return fail(result.ContinuationError, "the fork reports the parent's id %s: the CLI resumed instead of forking", childID)
+	}
+	if now != restoredSum {
+		return fail(result.ContinuationError, "the CLI wrote to the parent session %s while forking it", restored)
+	}
+	return nil
+}
+
+func (r *sessionRun) makeDirs() error {
+	stateRoot, outputRoot, err := roots(r.req.StateRoot, r.req.OutputRoot)
+	if err != nil {
+		return err
+	}
+	state, out := filepath.Join(stateRoot, r.req.RunID), filepath.Join(outputRoot, r.req.RunID)
+	for _, d := range []string{state, out} {
+		if exists(d) {
+			return configErr("%s already exists; every run needs its own (choose a new --run-id)", d)
+		}
+	}
+	for _, d := range []string{state, filepath.Join(out, "logs")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fail(result.WorkspaceError, "%v", err)
+		}
+	}
+	r.stateDir, r.outputDir = state, out
+	r.res.StateDir, r.res.OutputDir = &state, &out
+	return nil
+}
+
+// probe resolves the CLI and checks its version against the tested range.
+func (r *sessionRun) probe(ctx context.Context) (string, error) {
+	l := launchers[r.store.Agent()]
+	env := r.baseEnv()
+	entry, source, err := Entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
+	if err != nil {
+		return "", err
+	}
+	r.res.Agent.Entrypoint, r.res.Agent.LaunchSource = &entry, source
+	probeEnv, err := isolatedHome(env, filepath.Join(r.stateDir, "version-probe"))
+	if err != nil {
+		return "", fail(result.WorkspaceError, "version probe home: %v", err)
+	}
+	version, printed, err := probeVersion(ctx, entry, probeEnv)
+	if err != nil {
+		return "", fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
+	}
+	r.res.Agent.Version = &version
+	rng := tested.RangeOf(r.store.Agent())
+	ok, err := rng.Contains(version)
+	if err != nil {
+		return "", fail(result.UnsupportedVersion, "%s version %q: %v", l.Binary(), version, err)
+	}
+	recognised := l.VersionShape().MatchString(printed)
+	r.res.Metadata["agent_version_check"] = map[string]any{"tested_range": rng.String(), "version": version, "in_range": ok,
+		"version_output_recognised": recognised}
+	if ok && recognised {
+		return entry, nil
+	}
+	msg := fmt.Sprintf("%s %s is outside the tested range %s", l.Binary(), version, rng)
+	if !recognised {
+		msg = fmt.Sprintf("%s --version printed %q, not the way %s prints its version", l.Binary(), firstLine(printed), r.store.Agent())
+	}
+	if !r.req.AllowUntestedVersion {
+		return "", fail(result.UnsupportedVersion, "%s; install a tested version, or pass --allow-untested-version (quality becomes degraded)", msg)
+	}
+	r.res.Metadata["quality_reasons"] = []string{msg}
+	return entry, nil
+}
+
+// baseEnv is the CLI's environment before its own additions: a small fixed
+// base of this process's, nothing that points at a model or a proxy.
+func (r *sessionRun) baseEnv() []string {
+	var env []string
+	for _, name := range []string{"PATH", "USER", "LANG", "LC_ALL", "TERM", "TZ", "SHELL"} {
+		if v, ok := os.LookupEnv(name); ok && !isSecretValue(v) && !redirectsTraffic(name) {
+			env = append(env, name+"="+v)
+		}
+	}
+	return append(env, "NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1")
+}
+
+func fileSum(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// PromptMetadata describes a prompt without its text.
+func PromptMetadata(p string) map[string]any {
+	h := sha256.Sum256([]byte(p))
+	return map[string]any{"length": len(p), "sha256": hex.EncodeToString(h[:])}
+}

@@ -1,0 +1,156 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory/session"
+)
+
+// launchInput is a restored session ready to launch.
+type launchInput struct {
+	home, root, cwd, main string
+	up                    bridge.Upstream
+	upMeta                map[string]any
+}
+
+// attempt is one launch of the CLI: the first with the run's mode, a retry
+// resumes the session the first one continued.
+type attempt struct {
+	n               int
+	mode, sid, text string
+}
+
+// launch runs the CLI against the bridge and returns the session id it
+// reported and the assistant text it printed.
+func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, at attempt) (string, string, error) {
+	logDir := filepath.Join(r.outputDir, "logs")
+	agent := r.store.Agent()
+	suffix := ".log"
+	if at.n > 0 {
+		suffix = fmt.Sprintf(".retry-%d.log", at.n)
+	}
+	stdoutLog, stderrLog := agent+"-stdout"+suffix, agent+"-stderr"+suffix
+	logs := map[string]*os.File{}
+	for _, name := range []string{"bridge" + suffix, stdoutLog, stderrLog} {
+		f, err := openLog(filepath.Join(logDir, name))
+		if err != nil {
+			return "", "", fail(result.WorkspaceError, "%v", err)
+		}
+		defer f.Close()
+		logs[name] = f
+	}
+	activity := &atomic.Int64{}
+	srv, err := bridge.Start(bridge.Options{Upstream: activeUpstream{in.up, activity}, Conversation: bridge.Passthrough,
+		Logger: slog.New(slog.NewJSONHandler(logs["bridge"+suffix], nil))})
+	if err != nil {
+		return "", "", fail(result.ContinuationError, "%v", err)
+	}
+	defer srv.Close()
+	tmp := filepath.Join(r.stateDir, "agent-tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return "", "", fail(result.WorkspaceError, "agent temp dir: %v", err)
+	}
+	backup := filepath.Join(in.root, capture.RecoveryDir, fmt.Sprintf("config-%s-%d", r.req.RunID, at.n))
+	call := resumeCall{mode: at.mode, sid: at.sid, home: in.home, root: in.root, main: in.main,
+		prompt: at.text, bridge: BridgeAddr{URL: srv.URL(), Token: srv.Token()}, args: r.req.AgentArgs,
+		backup: backup, entry: entry, env: r.baseEnv(), cwd: in.cwd}
+	cmd, err := r.spec.command(call)
+	if err != nil {
+		return "", "", fail(result.ContinuationError, "configuring %s: %v", agent, err)
+	}
+	defer func() {
+		if err := restoreConfigs(cmd.configs, backup); err != nil {
+			r.warn(fmt.Sprintf("putting back the configuration in %s: %v (the originals are in %s)", in.root, err, backup))
+		}
+	}()
+	for k, v := range cmd.meta {
+		r.meta[k] = v
+	}
+	env := append(append(r.baseEnv(), "TMPDIR="+tmp, "BUN_TMPDIR="+tmp, "HOME="+in.home), cmd.Env...)
+	idle := r.req.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	watcher, err := prompt.NewWatcher(r.req.Completion, nil)
+	if err != nil {
+		return "", "", configErr("%v", err)
+	}
+	tap := &textTap{text: r.spec.text, watch: watcher}
+	start := time.Now()
+	proc, err := startAgent(agentSpec{entry: entry, args: cmd.Args, env: env, dir: in.cwd, stdin: cmd.Stdin,
+		stdout: io.MultiWriter(logs[stdoutLog], tap), stderr: logs[stderrLog]}, activity)
+	if err != nil {
+		return "", "", fail(result.ContinuationError, "starting %s: %v", entry, err)
+	}
+	r.res.AgentStatus = result.AgentFailed // until the run succeeds as a whole
+	stop := proc.supervise(ctx, watch{refused: srv.Refused(), idle: idle, activity: activity, completion: watcher,
+		signal: r.spec.stop, grace: r.spec.grace})
+	code, sig, waitErr := proc.wait()
+	srv.Close()
+	stats := srv.Stats()
+	cont := map[string]any{"stop_reason": stop.String(), "exit_code": code, "duration_ms": time.Since(start).Milliseconds(),
+		"bridge": stats, "upstream": in.upMeta}
+	if sig != "" {
+		cont["signal"] = sig
+	}
+	completion := map[string]any{"matched": watcher.Matched()}
+	if stop == stopCompleted {
+		completion["warning"] = watcher.Warning()
+		r.warn(watcher.Warning())
+	}
+	cont["completion"] = completion
+	if at.n == 0 {
+		r.res.Metadata["continuation"] = cont
+	} else {
+		cont["mode"] = at.mode
+		r.retries = append(r.retries, cont)
+	}
+	bin := filepath.Base(entry)
+	logHint := fmt.Sprintf("see %s/%s", logDir, stderrLog)
+	switch {
+	case stop == stopCompleted:
+		// The agent said it was done; the hang after it is not a failure.
+	case stop == stopIdle:
+		return "", "", fail(result.ContinuationError, "%s showed no activity for %s and was stopped; %s", bin, idle, logHint)
+	case stop == stopCanceled:
+		return "", "", fail(result.ContinuationError, "the run was interrupted while %s was running", bin)
+	case waitErr != nil:
+		return "", "", fail(result.InternalError, "waiting for %s: %v", bin, waitErr)
+	case code != 0 || sig != "":
+		if lf := stats.LastFailure; lf != nil {
+			return "", "", fail(result.ContinuationError, "%s failed after the model upstream answered request %d with %d (%s); %s", bin, lf.Seq, lf.Status, lf.Kind, logHint)
+		}
+		return "", "", fail(result.ContinuationError, "%s ended with status %d %s; %s", bin, code, sig, logHint)
+	case stats.Forwarded == 0:
+		return "", "", fail(result.ContinuationError, "%s ended without sending a model request through the bridge; %s", bin, logHint)
+	}
+	id, err := r.spec.sessionID(filepath.Join(logDir, stdoutLog))
+	if err != nil {
+		return "", "", fail(result.ContinuationError, "%s: %v; %s", bin, err, logHint)
+	}
+	if err := session.CheckID(id); err != nil {
+		return "", "", fail(result.ContinuationError, "%s reported session id %q: %v", bin, id, err)
+	}
+	if r.spec.collect != nil {
+		if err := r.spec.collect(call, id); err != nil {
+			return "", "", fail(result.ContinuationError, "the session after the run: %v", err)
+		}
+	}
+	return id, tap.Text(), nil
+}
+
+func (r *sessionRun) warn(w string) {
+	ws, _ := r.res.Metadata["warnings"].([]string)
+	r.res.Metadata["warnings"] = append(ws, w)
+}

@@ -1,0 +1,203 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory/opencode"
+	"github.com/pvisor/pvisor/trajectory/session"
+)
+
+// OpenCode keeps its sessions in SQLite: a restore imports the export
+// document (opencode.Bundled) into the isolated home's database, the CLI
+// resumes or forks it there (`opencode run --session <id> [--fork]`), and
+// the session is exported again afterwards for the capture.
+
+// opencodeResume imports the restored export and resumes it with the
+// prompt, the bridge as the session's provider.
+func opencodeResume(c resumeCall) (resumeCommand, error) {
+	doc, err := os.ReadFile(c.main)
+	if err != nil {
+		return resumeCommand{}, err
+	}
+	provider, model := opencodeModel(doc)
+	if provider == "" || model == "" {
+		return resumeCommand{}, fmt.Errorf("the export names no provider and model (messages[].info.providerID/modelID or info.model)")
+	}
+	cfg, err := json.MarshalIndent(opencodeConfig(provider, model, c.bridge.URL), "", "  ")
+	if err != nil {
+		return resumeCommand{}, err
+	}
+	config := filepath.Join(c.home, ".config", "opencode", "opencode.json")
+	if err := writeConfig(config, cfg, c.backup); err != nil {
+		return resumeCommand{}, err
+	}
+	out, errOut, err := opencodeTool(c.entry, append(append([]string(nil), c.env...), opencodeEnv(c.home, "")...), c.cwd, "import", c.main)
+	if err != nil {
+		return resumeCommand{}, err
+	}
+	if all := append(out, errOut...); !bytes.Contains(all, []byte(c.sid)) {
+		return resumeCommand{}, fmt.Errorf("opencode import did not report session %s: %s", c.sid, clipOut(all))
+	}
+	args := []string{"run", "--format", "json", "--session", c.sid}
+	if c.mode == ModeFork {
+		args = append(args, "--fork")
+	}
+	args = append(append(args, "--model", provider+"/"+model), c.args...)
+	args = append(args, c.prompt)
+	return resumeCommand{Command{Args: args, Env: opencodeEnv(c.home, c.bridge.Token)},
+		map[string]any{"opencode_provider": provider, "opencode_model": model}, []string{config}}, nil
+}
+
+// opencodeText: the text parts of --format json.
+func opencodeText(line []byte) string {
+	if gjson.GetBytes(line, "type").Str != "text" {
+		return ""
+	}
+	return gjson.GetBytes(line, "part.text").Str
+}
+
+// opencodeCollect exports session id from the home's database to where
+// opencode.Bundled keeps it.
+func opencodeCollect(c resumeCall, id string) error {
+	return opencodeExportTo(c, opencodeEnv(c.home, ""), id, filepath.Join(c.root, opencode.ExportDir, id+".json"))
+}
+
+// opencodeExport exports session id of the database in dataDir (a copy
+// pvisor made) to out.
+func opencodeExport(c resumeCall, dataDir, id, out string) error {
+	home := filepath.Dir(filepath.Dir(filepath.Dir(dataDir))) // <home>/.local/share/opencode
+	return opencodeExportTo(c, opencodeEnv(home, ""), id, out)
+}
+
+func opencodeExportTo(c resumeCall, env []string, id, out string) error {
+	stdout, _, err := opencodeTool(c.entry, append(append([]string(nil), c.env...), env...), c.cwd, "export", id)
+	if err != nil {
+		return err
+	}
+	i := bytes.IndexByte(stdout, '{')
+	if i < 0 || !gjson.ValidBytes(stdout[i:]) {
+		return fmt.Errorf("opencode export %s printed no JSON document: %s", id, clipOut(stdout))
+	}
+	doc := stdout[i:]
+	if got := gjson.GetBytes(doc, "info.id").Str; got != id {
+		return fmt.Errorf("opencode export printed session %q, not %s", got, id)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(out, doc, 0o600)
+}
+
+// locateInDatabase finds session id in the database files of a CLI's data
+// directory without opening it (nothing may be written before the run has
+// its directories): SQLite keeps a text key as its bytes, in the database
+// or its write-ahead log. The main file is the database; the others are
+// sidecars, hashed with it to show the parent unchanged.
+func locateInDatabase(agent, root, id string) (*session.Located, error) {
+	if err := session.CheckID(id); err != nil {
+		return nil, err
+	}
+	loc := &session.Located{Agent: agent, ID: id, Root: root}
+	found := false
+	for _, name := range opencode.DatabaseFiles {
+		p := filepath.Join(root, name)
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if loc.Main == "" {
+			loc.Main = name
+		} else {
+			loc.Sidecars = append(loc.Sidecars, name)
+		}
+		ok, err := fileContains(p, []byte(id))
+		if err != nil {
+			return nil, err
+		}
+		found = found || ok
+	}
+	if loc.Main != opencode.DatabaseFiles[0] || !found {
+		return nil, &session.NotFoundError{Agent: agent, ID: id, Root: root, Pattern: "session in " + opencode.DatabaseFiles[0]}
+	}
+	return loc, nil
+}
+
+// fileContains streams path for needle.
+func fileContains(path string, needle []byte) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	var window []byte // the tail of the last read, then this one
+	for {
+		n, err := f.Read(chunk)
+		window = append(window, chunk[:n]...)
+		if bytes.Contains(window, needle) {
+			return true, nil
+		}
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		// Keep what could start the needle across the next read.
+		if keep := len(needle) - 1; len(window) > keep {
+			window = append(window[:0], window[len(window)-keep:]...)
+		}
+	}
+}
+
+// exportSource copies the source database into the state dir and exports
+// the session from the copy: the CLI writes to a database it opens, and
+// the source home is not the run's to write.
+func (r *sessionRun) exportSource(src *source, entry, ws string) (string, error) {
+	home := filepath.Join(r.stateDir, "source-home")
+	data, err := r.store.Root(home, os.Getenv)
+	if err != nil {
+		return "", fail(result.InternalError, "%v", err)
+	}
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return "", fail(result.WorkspaceError, "%v", err)
+	}
+	for _, rel := range append([]string{src.located.Main}, src.located.Sidecars...) {
+		if err := copyRegular(filepath.Join(src.located.Root, rel), filepath.Join(data, rel)); err != nil {
+			return "", fail(result.WorkspaceError, "copying the source database: %v", err)
+		}
+	}
+	c := resumeCall{entry: entry, env: r.baseEnv(), cwd: ws}
+	if err := r.spec.export(c, data, src.parentID, filepath.Join(data, opencode.ExportDir, src.parentID+".json")); err != nil {
+		return "", fail(result.TrajectoryError, "exporting %s session %s: %v", r.store.Agent(), src.parentID, err)
+	}
+	bundle, _, err := capture.Capture(capture.Options{Store: r.store, Root: data, ID: src.parentID, StoreDir: filepath.Join(r.stateDir, "source")})
+	return bundle, err
+}
+
+// copyRegular copies a regular file (never through a symlink).
+func copyRegular(src, dst string) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,112 @@
+package replay
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"os"
+
+	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/bridge/translate"
+	"github.com/pvisor/pvisor/result"
+)
+
+// upstream builds the model upstream of a resume: a protocol with its
+// provider's usual environment (keys are read here and never reach the
+// agent), or the scripted fake model served on loopback inside pvisor.
+func (r *sessionRun) upstream() (bridge.Upstream, map[string]any, error) {
+	proto := launchers[r.store.Agent()].Protocol()
+	name := r.req.Upstream
+	if name == "" {
+		name = string(proto)
+	}
+	meta := map[string]any{"kind": name, "protocol": string(proto)}
+	if name == UpstreamRecorded {
+		return nil, nil, configErr("--upstream recorded plays a trajectory's own next actions, and a resume has none; use a model upstream or --upstream fake")
+	}
+	if name == UpstreamFake {
+		if r.req.FakeScript == "" {
+			return nil, nil, configErr("--upstream fake needs --fake-script FILE (the replies the fake model serves)")
+		}
+		up, err := startFake(r.req.FakeScript, proto)
+		if err != nil {
+			return nil, nil, err
+		}
+		meta["endpoint"] = up.HTTPUpstream.String()
+		return up, meta, nil
+	}
+	if r.req.FakeScript != "" {
+		return nil, nil, configErr("--fake-script goes with --upstream fake")
+	}
+	p, err := bridge.ParseProtocol(name)
+	if err != nil {
+		return nil, nil, configErr("--upstream: %v, or %s", err, UpstreamFake)
+	}
+	h := http.Header{}
+	h.Set(RouterSessionHeader, r.req.RunID)
+	cfg := bridge.UpstreamConfig{Protocol: p, Headers: h}.FillFromEnv(os.Getenv)
+	switch {
+	case p == bridge.Chat && proto == bridge.Anthropic:
+		model := r.req.UpstreamModel
+		if model == "" {
+			model = os.Getenv("OPENAI_MODEL")
+		}
+		if model == "" {
+			return nil, nil, configErr("--upstream openai-chat for %s needs the model the server serves (--upstream-model or OPENAI_MODEL)", r.store.Agent())
+		}
+		tu, err := translate.NewChatUpstream(cfg, model)
+		if err != nil {
+			return nil, nil, configErr("%v", err)
+		}
+		meta["endpoint"], meta["translation"], meta["model"] = tu.String(), "anthropic-messages-to-chat-completions", model
+		return tu, meta, nil
+	case p != proto:
+		return nil, nil, configErr("--upstream %s cannot serve %s, which speaks %s", p, r.store.Agent(), proto)
+	}
+	hu, err := bridge.NewHTTPUpstream(cfg)
+	if err != nil {
+		return nil, nil, configErr("%v", err)
+	}
+	meta["endpoint"] = hu.String()
+	return hu, meta, nil
+}
+
+// fakeUpstream is the fake model on a loopback port, reached like any
+// provider.
+type fakeUpstream struct {
+	*bridge.HTTPUpstream
+	srv *http.Server
+}
+
+func (f *fakeUpstream) Close() error { return f.srv.Close() }
+
+func startFake(script string, proto bridge.Protocol) (*fakeUpstream, error) {
+	s, err := fakemodel.LoadScript(script)
+	if err != nil {
+		return nil, configErr("--fake-script: %v", err)
+	}
+	if err := s.Validate(); err != nil {
+		return nil, configErr("--fake-script %s: %v", script, err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, fail(result.ContinuationError, "fake model: %v", err)
+	}
+	srv := &http.Server{Handler: fakemodel.New(s, fakemodel.WithoutBodies())}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			ln.Close()
+		}
+	}()
+	base := "http://" + ln.Addr().String()
+	if proto != bridge.Anthropic {
+		base += "/v1"
+	}
+	hu, err := bridge.NewHTTPUpstream(bridge.UpstreamConfig{Protocol: proto, BaseURL: base, APIKey: "fake"})
+	if err != nil {
+		srv.Close()
+		return nil, fail(result.InternalError, "fake model: %v", err)
+	}
+	return &fakeUpstream{HTTPUpstream: hu, srv: srv}, nil
+}
