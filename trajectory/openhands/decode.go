@@ -1,6 +1,7 @@
 package openhands
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,10 +15,11 @@ import (
 	"github.com/pvisor/pvisor/trajectory/jsondoc"
 )
 
-// v1Msg is the refusal for OpenHands ≥ 1.0 (software-agent-sdk) files.
-const v1Msg = "OpenHands V1 event format is not supported yet"
+// v1Msg is the refusal for OpenHands ≥ 1.0 (software-agent-sdk) events
+// in a container pvisor does not read them from (a JSON array).
+const v1Msg = "OpenHands V1 events are read one per line (JSONL), not from a JSON array"
 
-const v1Hint = "pvisor replays OpenHands V0 trajectories (a JSON array of events from 'download trajectory' or save_trajectory_path)"
+const v1Hint = "jq -c '.[]' FILE > events.jsonl"
 
 // Decode reads a V0 event array, or the first and only line of an
 // evaluation output.jsonl. A multi-instance output.jsonl is refused rather
@@ -28,6 +30,12 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 	if opts.Instance != "" {
 		return decodeInstance(r, opts)
 	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(64 << 10)
+	if isV1Start(head) {
+		return decodeV1(br, head, opts)
+	}
+	r = br
 	d := &decoder{
 		Doc:     jsondoc.New(r),
 		opts:    opts,

@@ -1,8 +1,8 @@
 // Package openhands reads OpenHands V0 trajectories: the JSON array of events
 // that "download trajectory" / save_trajectory_path write and that
 // ReplayManager (config replay_trajectory_path) replays, and the `history` of
-// one evaluation output.jsonl line. V1 (software-agent-sdk) conversations are
-// recognised and refused.
+// one evaluation output.jsonl line. V1 (software-agent-sdk, OpenHands 1.x)
+// events are read as JSONL, one event per line (v1.go).
 //
 // A step is one model response: the agent action events that share
 // tool_call_metadata.model_response.id (parallel calls arrive as consecutive
@@ -135,7 +135,7 @@ func isV1BaseState(head []byte) bool {
 
 // ReplayTools lists the action types the replay re-executes.
 func (format) ReplayTools() []string {
-	return []string{ActionRun, ActionRead, ActionEdit, ActionWrite, ActionThink, ActionIPython}
+	return []string{ActionRun, ActionRead, ActionEdit, ActionWrite, ActionThink, ActionIPython, ToolTerminal, ToolFileEditor}
 }
 
 // CheckReplayable accepts the action types OpenHands' runtime re-executes
@@ -144,14 +144,24 @@ func (format) ReplayTools() []string {
 // carries over as it did.
 func (format) CheckReplayable(call *trajectory.ToolCall) error {
 	switch call.Name {
-	case ActionRun, ActionRead, ActionWrite, ActionThink, ActionIPython:
+	case ActionRun, ActionRead, ActionWrite, ActionThink, ActionIPython, ToolTerminal:
 		return nil
+	case ToolFileEditor:
+		switch cmd := gjson.GetBytes(call.Arguments, "command").Str; cmd {
+		case "view", "create", "str_replace", "insert", "undo_edit":
+			return nil
+		default:
+			return fmt.Errorf("file_editor command %q is not one OpenHands' file editor has", cmd)
+		}
+	case "task_tracker":
+		return fmt.Errorf("the task tracker keeps its list in the conversation's state, which a replay in a new sandbox does not have")
 	case ActionEdit:
 		if gjson.GetBytes(call.Arguments, "impl_source").Str == "llm_based_edit" {
 			return fmt.Errorf("an LLM-based edit asks a draft-editor model to apply the change, so its result is not reproducible")
 		}
 		return nil
-	case "browse", "browse_interactive":
+	case "browse", "browse_interactive", "browser_navigate", "browser_click", "browser_type", "browser_get_state",
+		"browser_get_content", "browser_scroll", "browser_go_back", "browser_list_tabs", "browser_switch_tab", "browser_close_tab":
 		return fmt.Errorf("browsing needs OpenHands' browser, which the replay runs without, and a live web page")
 	case "call_tool_mcp":
 		return fmt.Errorf("MCP tools run on an external server the replay cannot reproduce")

@@ -22,8 +22,7 @@ const corpusDir = "../../testdata/trajectories/openhands"
 var refused = map[string]formattest.Refusal{
 	"ohands_multi_swe_bench_output.jsonl":       formattest.Unsupported(2, "this output.jsonl holds more than one instance"),
 	"ohands_resolver_mock_output.jsonl":         formattest.Unsupported(2, "this output.jsonl holds more than one instance"),
-	"ohsdk_goal_events.jsonl":                   formattest.Unsupported(1, v1Msg),
-	"ohsdk_v1_11_5_cli_default_base_state.json": formattest.Unsupported(1, v1Msg),
+	"ohsdk_v1_11_5_cli_default_base_state.json": formattest.Unsupported(1, "base_state.json, which holds no events"),
 }
 
 var corpus = formattest.Corpus{
@@ -111,8 +110,12 @@ func TestWritePrefix(t *testing.T) {
 			return
 		}
 		last := len(tr.Steps())
+		want := FormatEvents // an output.jsonl line's history becomes an array
+		if tr.Format == FormatV1Events {
+			want = FormatV1Events
+		}
 		formattest.CheckPrefixRoundTrip(t, New(), data, tr, func(t testing.TB, n int, cut []byte, pt *trajectory.Trajectory) {
-			if pt.Format != FormatEvents {
+			if pt.Format != want {
 				t.Errorf("prefix format %s", pt.Format)
 			}
 			if bytes.Contains(cut, []byte(`"action": "system"`)) || bytes.Contains(cut, []byte(`"action":"system"`)) {
@@ -161,6 +164,13 @@ func TestCheckReplayable(t *testing.T) {
 		{"delegate", `{"agent":"x"}`, "sub-agent"},
 		{"finish", `{}`, "ends the episode"},
 		{"task_tracking", `{}`, `not one the replay re-executes`},
+		// V1 tool names.
+		{"terminal", `{"command":"ls","is_input":false,"kind":"TerminalAction"}`, ""},
+		{"file_editor", `{"command":"view","path":"/w/a","kind":"FileEditorAction"}`, ""},
+		{"file_editor", `{"command":"undo_edit","path":"/w/a","kind":"FileEditorAction"}`, ""},
+		{"file_editor", `{"command":"rewrite","path":"/w/a"}`, `file_editor command "rewrite"`},
+		{"task_tracker", `{"command":"view"}`, "conversation's state"},
+		{"browser_navigate", `{"url":"http://x"}`, "browser"},
 	}
 	for _, tt := range tests {
 		formattest.CheckReplayable(t, New(), tt.name, tt.args, tt.want)

@@ -25,6 +25,9 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 	if err := trajectory.CheckBoundary(t, afterStep); err != nil {
 		return err
 	}
+	if t.Format == FormatV1Events {
+		return writeV1Prefix(w, src, size, t, afterStep)
+	}
 	if t.Format == FormatLegacyEvents || t.Format == FormatLegacyEvalOutput {
 		return &trajectory.Error{Kind: trajectory.Unsupported,
 			Msg:  "2024-era flat OpenHands events (no args/extras) cannot be loaded by the current ReplayManager",
@@ -136,6 +139,14 @@ func laterEvents(t *trajectory.Trajectory, afterStep, last int) map[int]bool {
 		}
 	}
 	return later
+}
+
+// PrefixExtFor: V1 events are JSONL; V0 prefixes are a JSON array.
+func (format) PrefixExtFor(t *trajectory.Trajectory) string {
+	if t.Format == FormatV1Events {
+		return "jsonl"
+	}
+	return "json"
 }
 
 // records is where WritePrefix finds the events: the top-level array, or
