@@ -199,6 +199,28 @@ func (d *v1Decoder) observation(ev gjson.Result, key string, index map[string]ca
 	c.Observation = o
 	a := &d.t.Actions[ref.action]
 	a.Locator = a.Locator.Extend(loc)
+	if d.t.Cwd == "" {
+		d.t.Cwd = startDir(c, ev.Get("observation.metadata.working_dir").Str)
+	}
+}
+
+// startDir is the directory the agent's terminal started in, as far as a
+// command result tells: the directory a command that does not cd ended in.
+// V1 files record no workspace otherwise; V0 files record it only here too.
+func startDir(c *trajectory.ToolCall, wd string) string {
+	if wd == "" || !strings.HasPrefix(wd, "/") {
+		return ""
+	}
+	cmd := " " + gjson.GetBytes(c.Arguments, "command").Str
+	for _, cd := range []string{" cd ", ";cd ", "&cd ", "|cd ", "pushd", "\ncd "} {
+		if strings.Contains(cmd, cd) {
+			return ""
+		}
+	}
+	if strings.Contains(cmd, "\n") && strings.Contains(cmd, "cd ") {
+		return ""
+	}
+	return strings.Clone(wd)
 }
 
 // v1Content is the model-visible text of a result event.
@@ -245,9 +267,10 @@ func partsText(v gjson.Result) string {
 	return b.String()
 }
 
-// writeV1Prefix writes the event lines up to the last result of step
-// afterStep, each byte for byte, without the events of later responses.
-func writeV1Prefix(w io.Writer, src io.ReaderAt, size int64, t *trajectory.Trajectory, afterStep int) error {
+// writeV1 writes the event lines up to the last result of step afterStep,
+// without the events of later responses, each passed through edit with its
+// line number.
+func writeV1(w io.Writer, src io.ReaderAt, size int64, t *trajectory.Trajectory, afterStep int, edit func(int, []byte) []byte) error {
 	a, _ := t.Step(afterStep)
 	later := laterEvents(t, afterStep, a.Locator.Last)
 	jr := jsonl.NewReader(io.NewSectionReader(src, 0, size))
@@ -260,7 +283,7 @@ func writeV1Prefix(w io.Writer, src io.ReaderAt, size int64, t *trajectory.Traje
 		if later[l.N] {
 			continue
 		}
-		bw.Write(l.Data)
+		bw.Write(edit(l.N, l.Data))
 		bw.WriteByte('\n')
 	}
 	if err := jr.Err(); err != nil {
