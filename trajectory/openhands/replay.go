@@ -22,12 +22,13 @@ import (
 // TerminalExecutor and FileEditorExecutor; V0's CmdRunAction and oh_aci
 // str_replace_editor behave the same):
 //
-//   - terminal / run: one shell whose working directory carries over from
-//     call to call (OpenHands keeps one tmux bash session); stdout and
-//     stderr merged as a terminal shows them; the result is the output with
-//     surrounding whitespace stripped, the exit code beside it. Variables
-//     exported by one call do not reach the next here (each call is a new
-//     bash in the carried-over directory).
+//   - terminal / run: OpenHands keeps one bash session (in tmux), so the
+//     working directory and exported variables carry over from call to
+//     call (here each call is a new bash started where the last ended, with
+//     its exports; shell functions and unexported variables do not carry
+//     over); the command runs on a terminal of OpenHands' size, and the
+//     result is what the terminal shows, surrounding whitespace stripped,
+//     the exit code beside it.
 //   - file_editor / edit / read (oh_aci): editor.go.
 //   - think: OpenHands only logs the thought.
 //
@@ -71,6 +72,7 @@ func (format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, er
 		r.Close()
 		return nil, err
 	}
+	sh.CarryExports = true
 	// OpenHands' sandboxes mount the workspace at /workspace (V0's docker
 	// runtime, V1's agent server): the place recorded paths start from
 	// when the file names no directory of its own.
@@ -162,7 +164,13 @@ func (s *session) terminal(ctx context.Context, call *trajectory.ToolCall) (traj
 	if s.env.LogDir != "" {
 		logPath = filepath.Join(s.env.LogDir, "openhands-"+strconv.Itoa(s.n)+".log")
 	}
-	res, err := s.sh.Shell(ctx, run.ShellRequest{Command: cmd, Timeout: timeout, LogPath: logPath, MergeStderr: true, WaitForEOF: true})
+	// The terminal's size: openhands-tools 1.x sizes its tmux session
+	// 256x200; V0's runtime used 1000x1000.
+	rows, cols := uint16(200), uint16(256)
+	if call.Name == ActionRun {
+		rows, cols = 1000, 1000
+	}
+	res, err := s.sh.Shell(ctx, run.ShellRequest{Command: cmd, Timeout: timeout, LogPath: logPath, TTY: true, Rows: rows, Cols: cols, WaitForEOF: true})
 	if err != nil {
 		return trajectory.Fresh{}, err
 	}
@@ -171,7 +179,7 @@ func (s *session) terminal(ctx context.Context, call *trajectory.ToolCall) (traj
 		code = -1 // OpenHands' "still running" exit code
 	}
 	return trajectory.Fresh{
-		Content:  strings.TrimSpace(res.Combined.String()),
+		Content:  strings.TrimSpace(strings.ReplaceAll(res.Combined.String(), "\r\n", "\n")),
 		IsError:  code != 0,
 		ExitCode: &code,
 		Native:   nativeFields(false, &code),

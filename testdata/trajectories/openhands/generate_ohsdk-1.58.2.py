@@ -47,6 +47,8 @@ script = [
     say("Both at once.",
         call("terminal", command="cat x.txt", summary="cat", security_risk="LOW"),
         call("file_editor", command="view", path=ws, summary="dir", security_risk="LOW")),
+    say("Remember.", call("terminal", command="export GREETING=hello; cd ..", summary="export", security_risk="LOW")),
+    say("Recall.", call("terminal", command='echo "$GREETING from $(pwd)" >&2; ls', summary="recall", security_risk="LOW")),
     say("Done.", call("finish", message="done")),
 ]
 
