@@ -290,7 +290,7 @@ func viewDir(path string) (string, error) {
 	if hidden > 0 {
 		msg += fmt.Sprintf("\n\n%d hidden files/directories in this directory are excluded. You can use 'ls -la %s' to see them.", hidden, path)
 	}
-	return msg, nil
+	return maybeTruncate(msg, maxResponseChars, noticeDirectory), nil
 }
 
 func dirEntry(root, rel, p string) string {
@@ -306,6 +306,7 @@ func dirEntry(root, rel, p string) string {
 
 // makeOutput numbers the lines as `cat -n` does, from start.
 func makeOutput(content, what string, start int) string {
+	content = maybeTruncate(content, maxResponseChars, noticeTextFile)
 	ls := strings.Split(content, "\n")
 	if ls[len(ls)-1] == "" {
 		ls = ls[:len(ls)-1]

@@ -179,7 +179,7 @@ func (s *session) terminal(ctx context.Context, call *trajectory.ToolCall) (traj
 		code = -1 // OpenHands' "still running" exit code
 	}
 	return trajectory.Fresh{
-		Content:  strings.TrimSpace(strings.ReplaceAll(res.Combined.String(), "\r\n", "\n")),
+		Content:  maybeTruncate(strings.TrimSpace(strings.ReplaceAll(res.Combined.String(), "\r\n", "\n")), maxCmdOutputChars, noticeDefault),
 		IsError:  code != 0,
 		ExitCode: &code,
 		Native:   nativeFields(false, &code),

@@ -3,8 +3,11 @@ package openhands
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -196,5 +199,90 @@ func TestEditorConfined(t *testing.T) {
 	call := trajectory.ToolCall{ID: "c", Name: ToolFileEditor, Arguments: []byte(`{"command":"create","path":"/work/ok.txt","file_text":"x"}`)}
 	if f, err := s.Execute(context.Background(), 4, &call); err != nil || f.IsError {
 		t.Errorf("inside: %+v %v", f, err)
+	}
+}
+
+// Long results keep their head and tail around OpenHands' notice; these
+// expectations are openhands.sdk.utils.truncate.maybe_truncate's output.
+func TestMaybeTruncate(t *testing.T) {
+	tests := []struct {
+		in     string
+		limit  int
+		notice string
+		want   string
+	}{
+		{"short", 10, "<N>", "short"},
+		{"0123456789", 9, "<N>", "012<N>789"},
+		{"0123456789", 8, "<N>", "012<N>89"},
+		{"ééééé", 4, "<N>", "é<N>"},
+		{"0123456789", 3, "<NOTE>", "<NO"},
+	}
+	for _, tt := range tests {
+		if got := maybeTruncate(tt.in, tt.limit, tt.notice); got != tt.want {
+			t.Errorf("maybeTruncate(%q, %d) = %q, want %q", tt.in, tt.limit, got, tt.want)
+		}
+	}
+}
+
+// makeBigTree is the tree testdata/editor/gen.py ran openhands-tools'
+// FileEditor on: a 3000-line file and 30 directories (views past the
+// 16000-character limit), and a hidden file.
+func makeBigTree(t *testing.T, root string) {
+	t.Helper()
+	var b strings.Builder
+	for i := 1; i <= 3000; i++ {
+		b.WriteString("line " + strconv.Itoa(i) + " " + strings.Repeat("x", i%7) + "\n")
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(root, "big.txt"), []byte(b.String()), 0o644))
+	for i := 0; i < 30; i++ {
+		d := filepath.Join(root, fmt.Sprintf("d%02d", i))
+		must(os.MkdirAll(filepath.Join(d, "sub"), 0o755))
+		must(os.WriteFile(filepath.Join(d, "f.txt"), []byte("x"), 0o644))
+	}
+	must(os.WriteFile(filepath.Join(root, ".hidden"), []byte("h"), 0o644))
+}
+
+// The editor's texts for long files and directories (clipped at 16000
+// characters), ranges to the end, replacements and inserts with their
+// snippets equal what openhands-tools 1.58.2's FileEditor returned.
+func TestEditorMatchesOpenHands(t *testing.T) {
+	raw, err := os.ReadFile("testdata/editor/editor_big.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want map[string]string
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	makeBigTree(t, root)
+	str := func(s string) *string { return &s }
+	num := func(n int) *int { return &n }
+	big := filepath.Join(root, "big.txt")
+	var ed editor
+	steps := []struct {
+		name string
+		a    editArgs
+	}{
+		{"view", editArgs{Command: "view", Path: big}},
+		{"range", editArgs{Command: "view", Path: big, ViewRange: []int{2990, -1}}},
+		{"dir", editArgs{Command: "view", Path: root}},
+		{"replace", editArgs{Command: "str_replace", Path: big, OldStr: str("line 1500 xx\n"), NewStr: str("LINE\nFIFTEEN\n")}},
+		{"insert0", editArgs{Command: "insert", Path: big, InsertLine: num(0), NewStr: str("top")}},
+	}
+	for _, st := range steps {
+		got, err := ed.run(st.a, root)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		got = strings.ReplaceAll(got, root, "/tmp/edchk/big")
+		if d := cmp.Diff(want[st.name], got); d != "" {
+			t.Errorf("%s (-openhands +ours):\n%s", st.name, d)
+		}
 	}
 }
