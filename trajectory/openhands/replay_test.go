@@ -286,3 +286,50 @@ func TestEditorMatchesOpenHands(t *testing.T) {
 		}
 	}
 }
+
+// A V0 rebuild replaces each result's content and exit code (and success)
+// in place; the rebuilt array decodes to the fresh results.
+func TestRebuildV0(t *testing.T) {
+	data, tr := formattest.DecodeFile(t, New(), corpusDir+"/ohands_trajs_wrong_initial_state.json")
+	steps := tr.Steps()
+	code := 2
+	fresh := map[string]trajectory.Fresh{}
+	for _, a := range steps {
+		for _, c := range a.Calls {
+			f := trajectory.Fresh{Content: "fresh " + c.ID, Native: nativeFields(false, nil)}
+			if c.Name == ActionRun {
+				f = trajectory.Fresh{Content: "mv: cannot stat", IsError: true, ExitCode: &code, Native: nativeFields(false, &code)}
+			}
+			fresh[c.ID] = f
+		}
+	}
+	var prefix, rebuilt bytes.Buffer
+	n := len(steps)
+	if err := New().WritePrefix(&prefix, bytes.NewReader(data), int64(len(data)), tr, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := New().(trajectory.Replayer).Rebuild(&rebuilt, bytes.NewReader(data), int64(len(data)), tr, n, fresh); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New().Decode(bytes.NewReader(rebuilt.Bytes()), trajectory.Options{})
+	if err != nil {
+		t.Fatalf("rebuilt does not decode: %v", err)
+	}
+	for i, a := range rt.Steps() {
+		for j, c := range a.Calls {
+			f := fresh[c.ID]
+			if c.Observation.Content != f.Content || c.Observation.IsError != f.IsError {
+				t.Errorf("step %d: rebuilt result %q %v, want %q %v", i+1, c.Observation.Content, c.Observation.IsError, f.Content, f.IsError)
+			}
+			if d := cmp.Diff(steps[i].Calls[j].Arguments, c.Arguments); d != "" {
+				t.Errorf("step %d: arguments changed:\n%s", i+1, d)
+			}
+		}
+	}
+	if !bytes.Contains(rebuilt.Bytes(), []byte(`"exit_code": 2`)) {
+		t.Error("the command's exit code was not rewritten")
+	}
+	if prefix.Len() == rebuilt.Len() {
+		t.Error("nothing was rewritten")
+	}
+}
