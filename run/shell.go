@@ -205,7 +205,7 @@ func withCwdTrap(spec *procSpec, cwdFile, envFile, exportFile string) error {
 		script.WriteString("unset BASH_ENV\n")
 	}
 	if exportFile != "" {
-		script.WriteString("[ -r " + shQuote(exportFile) + " ] && . " + shQuote(exportFile) + "\n")
+		script.WriteString("if [ -r " + shQuote(exportFile) + " ]; then . " + shQuote(exportFile) + "; fi\n")
 	}
 	script.WriteString(trap + "\n")
 	if err := os.WriteFile(envFile, []byte(script.String()), 0o600); err != nil {
