@@ -166,6 +166,11 @@ func BuildPlan(req *Request) (*Plan, error) {
 	if err := trajectory.CheckBoundary(t, req.AfterStep); err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}
+	if rr, ok := format.(trajectory.RunRefuser); ok && req.Mode != PrepareOnly {
+		if err := rr.RefuseRun(req.Mode == Continue); err != nil {
+			return nil, fail(result.UnsupportedAgent, "%v", err)
+		}
+	}
 	if rc, ok := format.(trajectory.RebuildChecker); ok && req.Mode != PrepareOnly {
 		if err := rc.CheckRebuild(t); err != nil {
 			return nil, decodeFailure(req.Trajectory, err)

@@ -44,6 +44,13 @@ type ShellRequest struct {
 	// the two pipes are read concurrently: Combined is in arrival order,
 	// which can swap writes made within microseconds of each other.
 	MergeStderr bool
+	// TTY runs the shell on a pseudo-terminal of Rows x Cols (default
+	// 24x80), as agents that keep a terminal session do (OpenHands' tmux):
+	// programs format for a terminal (ls in columns), output is one stream
+	// (Stdout and Combined) with the terminal's \r\n line ends, and stdin
+	// is the terminal, never at EOF.
+	TTY        bool
+	Rows, Cols uint16
 	// KillBackground kills whatever is left in the group once the shell
 	// exited, for agents whose shell tool does not let processes outlive a
 	// call. Default: they keep running until Runner.Close.
@@ -81,10 +88,10 @@ func (r ShellResult) Truncated() bool {
 // could not start (the *Error says why) or the context was cancelled (the
 // result is still filled in).
 func (r *Runner) Shell(ctx context.Context, req ShellRequest) (ShellResult, error) {
-	return r.shell(ctx, req, req.Dir, "")
+	return r.shell(ctx, req, req.Dir, "", "")
 }
 
-func (r *Runner) shell(ctx context.Context, req ShellRequest, dir, cwdFile string) (ShellResult, error) {
+func (r *Runner) shell(ctx context.Context, req ShellRequest, dir, cwdFile, exportFile string) (ShellResult, error) {
 	if r.isClosed() {
 		return ShellResult{}, newErr("shell", "", Closed, nil)
 	}
@@ -94,7 +101,7 @@ func (r *Runner) shell(ctx context.Context, req ShellRequest, dir, cwdFile strin
 	}
 	spec := r.spec("shell", req, argv, dir)
 	if cwdFile != "" && len(req.Argv) == 0 {
-		if err := withCwdTrap(&spec, cwdFile, cwdFile+".bash_env"); err != nil {
+		if err := withCwdTrap(&spec, cwdFile, cwdFile+".bash_env", exportFile); err != nil {
 			return ShellResult{}, err
 		}
 	}
@@ -139,7 +146,8 @@ func (r *Runner) spec(op string, req ShellRequest, argv []string, dir string) pr
 	if req.MaxOutput != 0 {
 		limit = req.MaxOutput
 	}
-	return procSpec{op: op, argv: argv, dir: dir, env: env, logPath: req.LogPath, maxOutput: limit, mergeStderr: req.MergeStderr, iso: r.opts.Isolation}
+	return procSpec{op: op, argv: argv, dir: dir, env: env, logPath: req.LogPath, maxOutput: limit, mergeStderr: req.MergeStderr, iso: r.opts.Isolation,
+		tty: req.TTY, rows: req.Rows, cols: req.Cols}
 }
 
 // argv builds the process argv for req.
@@ -166,8 +174,16 @@ func (r *Runner) argv(op string, req ShellRequest) ([]string, error) {
 // (or restores the caller's) so child bash processes do not inherit it.
 // Other shells get the trap as a first script line, which shifts the line
 // numbers in their error messages by one.
-func withCwdTrap(spec *procSpec, cwdFile, envFile string) error {
-	trap := "trap " + shQuote("command pwd -P >| "+shQuote(cwdFile)+" 2>/dev/null") + " EXIT"
+//
+// With exportFile (bash only), the trap also saves the exported variables
+// there and the next call's BASH_ENV file restores them first, so what one
+// call exports the next one sees, as in one long-lived shell.
+func withCwdTrap(spec *procSpec, cwdFile, envFile, exportFile string) error {
+	save := "command pwd -P >| " + shQuote(cwdFile) + " 2>/dev/null"
+	if exportFile != "" && filepath.Base(spec.argv[0]) == "bash" {
+		save += "; export -p >| " + shQuote(exportFile) + " 2>/dev/null"
+	}
+	trap := "trap " + shQuote(save) + " EXIT"
 	if filepath.Base(spec.argv[0]) != "bash" {
 		last := len(spec.argv) - 1
 		spec.argv = append(append([]string(nil), spec.argv[:last]...), trap+"\n"+spec.argv[last])
@@ -187,6 +203,9 @@ func withCwdTrap(spec *procSpec, cwdFile, envFile string) error {
 		script.WriteString("BASH_ENV=" + shQuote(orig) + "; export BASH_ENV; . \"$BASH_ENV\"\n")
 	} else {
 		script.WriteString("unset BASH_ENV\n")
+	}
+	if exportFile != "" {
+		script.WriteString("if [ -r " + shQuote(exportFile) + " ]; then . " + shQuote(exportFile) + "; fi\n")
 	}
 	script.WriteString(trap + "\n")
 	if err := os.WriteFile(envFile, []byte(script.String()), 0o600); err != nil {
@@ -210,6 +229,10 @@ type Session struct {
 	mu      sync.Mutex
 	cwd     string
 	cwdFile string
+	// CarryExports makes exported variables carry over too (bash only), as
+	// in an agent that keeps one shell alive (OpenHands' terminal). Set it
+	// before the first call.
+	CarryExports bool
 }
 
 // NewSession starts a persistent-cwd session in dir (absolute).
@@ -259,7 +282,11 @@ func (s *Session) Shell(ctx context.Context, req ShellRequest) (ShellResult, err
 		return ShellResult{}, fsErr("shell", s.cwdFile, err)
 	}
 	// With Argv there is no script to trap; a program cannot change our cwd.
-	res, err := s.r.shell(ctx, req, dir, s.cwdFile)
+	exports := ""
+	if s.CarryExports {
+		exports = s.cwdFile + ".exports"
+	}
+	res, err := s.r.shell(ctx, req, dir, s.cwdFile, exports)
 	if err != nil && res.Pid == 0 {
 		return res, err
 	}

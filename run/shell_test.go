@@ -347,3 +347,45 @@ func TestLogCap(t *testing.T) {
 		t.Errorf("log of %d bytes (output %d), want %d bytes ending in %q", len(full), res.Combined.Total, MaxLogBytes+int64(len(marker)), marker)
 	}
 }
+
+// With CarryExports, what a call exports the next sees (OpenHands keeps one
+// shell); what it does not export, and a killed call's exports, do not.
+func TestSessionCarryExports(t *testing.T) {
+	r := newTestRunner(t, Options{Env: []string{"PATH=/usr/bin:/bin", "BASE=1"}})
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	s, err := r.NewSession(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.CarryExports = true
+	steps := []struct{ cmd, want string }{
+		{"export X='a b'; Y=2", ""},
+		{`echo "$X|${Y-unset}|$BASE"`, "a b|unset|1\n"},
+		{"export X=c; sleep 5", ""}, // killed by its timeout: not saved
+		{`echo "$X"`, "a b\n"},
+		{"echo ( ", ""}, // a syntax error keeps what was saved
+		{`echo "$X"`, "a b\n"},
+	}
+	for _, st := range steps {
+		res, err := s.Shell(context.Background(), ShellRequest{Command: st.cmd, Timeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatalf("%q: %v", st.cmd, err)
+		}
+		if res.Stdout.String() != st.want {
+			t.Errorf("%q: stdout %q, want %q", st.cmd, res.Stdout.String(), st.want)
+		}
+	}
+}
+
+// A TTY shell sees a terminal of the size asked for, stderr in the same
+// stream, \r\n line ends.
+func TestShellTTY(t *testing.T) {
+	r := newTestRunner(t, Options{Env: []string{"PATH=/usr/bin:/bin"}})
+	res, err := r.Shell(context.Background(), ShellRequest{Command: "[ -t 1 ] && stty size; echo err >&2", Dir: t.TempDir(), TTY: true, Rows: 200, Cols: 256, WaitForEOF: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Combined.String(); got != "200 256\r\nerr\r\n" || res.Stderr.String() != "" {
+		t.Errorf("combined %q stderr %q", got, res.Stderr.String())
+	}
+}

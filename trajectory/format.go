@@ -33,6 +33,15 @@ type Format interface {
 	PrefixModelTurns(t *Trajectory, afterStep int) int
 }
 
+// RunRefuser is implemented by formats pvisor can decode and prepare but
+// not replay or continue (the agent's own runtime would be needed and
+// cannot be installed). The engine asks before anything runs, for every
+// mode but --prepare-only; the error says why, and the run ends as an
+// unsupported agent (exit 11).
+type RunRefuser interface {
+	RefuseRun(continuation bool) error
+}
+
 // Options tune a decode.
 type Options struct {
 	// SkipObservationContent leaves Observation.Content empty, for callers

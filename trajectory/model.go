@@ -17,6 +17,7 @@ const (
 	Pi         = "pi"
 	OpenHands  = "openhands"
 	MiniSWE    = "mini-swe-agent"
+	SWEAgent   = "swe-agent"
 )
 
 // Trajectory is one decoded native session: every model response on the

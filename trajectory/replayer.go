@@ -10,7 +10,7 @@ import (
 )
 
 // Replayer is implemented by formats whose prefix pvisor re-executes itself
-// (claude-code, codex, opencode, pi). The engine drives it: one ToolSession
+// (claude-code, codex, opencode, pi, openhands). The engine drives it: one ToolSession
 // per replay, Execute for each call of steps 1..N in order, then Rebuild.
 type Replayer interface {
 	// NewToolSession starts the tool state of one replay: the shell's

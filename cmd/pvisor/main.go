@@ -30,7 +30,7 @@ Usage:
     pvisor fake-model --script FILE [--addr 127.0.0.1:PORT]
     pvisor version
 
-Agents: claude-code, codex, opencode, pi, openhands, mini-swe-agent.
+Agents: claude-code, codex, opencode, pi, openhands, mini-swe-agent, swe-agent.
 
 Examples:
     # List the steps of a session, to choose --after-step.

@@ -15,6 +15,7 @@ import (
 	"github.com/pvisor/pvisor/trajectory/opencode"
 	"github.com/pvisor/pvisor/trajectory/openhands"
 	"github.com/pvisor/pvisor/trajectory/pi"
+	"github.com/pvisor/pvisor/trajectory/sweagent"
 )
 
 // all is in the order detection tries them.
@@ -25,6 +26,7 @@ var all = []trajectory.Format{
 	pi.New(),
 	openhands.New(),
 	miniswe.New(),
+	sweagent.New(),
 }
 
 // All returns every supported format.

@@ -159,6 +159,9 @@ func checkDetect(t testing.TB, f trajectory.Format, root string, sample func(pat
 		if err != nil {
 			t.Fatal(err)
 		}
+		// SWE-agent's trajectories end in .traj.
+		traj, _ := filepath.Glob(filepath.Join(root, d.Name(), "*.traj"))
+		files = append(files, traj...)
 		for _, path := range files {
 			mine := d.Name() == f.Agent() && sample(path)
 			if mine {

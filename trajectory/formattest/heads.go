@@ -49,8 +49,12 @@ var heads = []head{
 	{"", "mini-cut-info", "{\n  \"info\": {\n    \"model_stats\": {\"instance_cost\": 0.0, \"api_calls\": 3},\n    \"config\": {\"agent\": {\"system_template\": \"You are a"},
 	// SWE-agent's .traj has both an OpenHands-like trajectory and a
 	// mini-like history.
-	{"", "swe-agent", `{"trajectory":[{"action":"ls","observation":"x"}],"history":[{"role":"system","content":"x"}],"info":{}}`},
-	{"", "swe-agent-info", `{"trajectory":[{"action":"ls","observation":"x"}],"history":[{"role":"system","content":"x"}],"info":{"exit_status":"submitted","submission":"x"}}`},
+	{trajectory.SWEAgent, "swe-agent", `{"trajectory":[{"action":"ls","observation":"x"}],"history":[{"role":"system","content":"x"}],"info":{}}`},
+	{trajectory.SWEAgent, "swe-agent-info", `{"trajectory":[{"action":"ls","observation":"x"}],"history":[{"role":"system","content":"x"}],"info":{"exit_status":"submitted","submission":"x"}}`},
+	// SWE-agent ≤ 1.0 writes environment first.
+	{trajectory.SWEAgent, "swe-agent-env-first", "{\n  \"environment\": \"main\",\n  \"trajectory\": [\n    {\n      \"action\": \"find_file x.py\",\n      \"observation\": \"Found"},
+	// A demonstration holds only history: not a run.
+	{"", "swe-agent-demo", `{"history":[{"role":"system","content":"x","agent":"main","message_type":"system_prompt"}]}`},
 	{"", "empty", ``},
 	{"", "plain-text", "hello\nworld\n"},
 	{"", "array-nums", `[1,2,3]`},

@@ -10,6 +10,8 @@ import (
 const (
 	userMsg = `{"id":0,"source":"user","action":"message","args":{"content":"task"}}`
 	runAct  = `{"id":1,"source":"agent","action":"run","args":{"command":"ls"}}`
+	// v1Action is one V1 ActionEvent line.
+	v1Action = `{"id":"a1","source":"agent","kind":"ActionEvent","tool_name":"terminal","tool_call_id":"c1","action":{"command":"ls","kind":"TerminalAction"}}`
 )
 
 var badInputs = []formattest.BadInput{
@@ -41,8 +43,21 @@ var badInputs = []formattest.BadInput{
 	formattest.Refuse("bad utf-8", "[\n{\"id\":0,\"source\":\"user\",\"action\":\"message\",\"args\":{\"content\":\"\xff\"}}]", formattest.Malformed(2,
 		"not valid UTF-8")),
 	formattest.Refuse("v1 events in array", `[{"id":"3f2a","timestamp":"t","source":"agent","kind":"ActionEvent"}]`, formattest.Unsupported(1, v1Msg)),
-	formattest.Refuse("v1 event line", `{"id":"3f2a","timestamp":"t","source":"agent","kind":"ActionEvent","tool_name":"terminal"}`+"\n",
-		formattest.Unsupported(1, v1Msg)),
+	formattest.Refuse("v1 no kind", `{"id":"3f2a","timestamp":"t","source":"agent"}`+"\n", formattest.Malformed(1, `the event has no "kind" string`)),
+	formattest.Refuse("v1 then v0 id", v1Action+"\n"+`{"id":7,"kind":"ObservationEvent"}`+"\n", formattest.Malformed(2,
+		"event id 7 is an integer: a V0 event among V1 events")),
+	formattest.Refuse("v1 id missing later", v1Action+"\n"+`{"kind":"ObservationEvent"}`+"\n", formattest.Malformed(2, `the event has no "id" string`)),
+	formattest.Refuse("v1 duplicate id", v1Action+"\n"+v1Action+"\n", formattest.Malformed(2, "duplicate event id a1")),
+	formattest.Refuse("v1 action without tool", `{"id":"a1","source":"agent","kind":"ActionEvent","action":{}}`+"\n", formattest.Malformed(1,
+		`ActionEvent has no "tool_name"`)),
+	formattest.Refuse("v1 action not object", `{"id":"a1","source":"agent","kind":"ActionEvent","tool_name":"terminal","action":"ls"}`+"\n",
+		formattest.Malformed(1, `ActionEvent "action" is a string, not an object`)),
+	formattest.Refuse("v1 only event torn", `{"id":"a1","source":"agent"`, formattest.Malformed(1, "the only event is cut off")),
+	formattest.Refuse("v1 bad line", v1Action+"\nnope\n", formattest.Malformed(2, "not valid JSON")),
+	formattest.Refuse("v1 base state", "{\n  \"id\": \"11\",\n  \"agent\": {\"llm\": {}},\n  \"execution_status\": \"idle\"\n}\n", formattest.Unsupported(1,
+		"base_state.json, which holds no events")),
+	formattest.Refuse("v1 pretty event", "{\n  \"id\": \"e1\",\n  \"source\": \"agent\",\n  \"kind\": \"ActionEvent\"\n}\n", formattest.Unsupported(1,
+		"a single OpenHands V1 event file")),
 	formattest.Refuse("single event file", "{\n  \"id\": 4,\n  \"source\": \"agent\",\n  \"action\": \"run\",\n  \"args\": {}\n}", formattest.Unsupported(1,
 		"this is a single OpenHands event")),
 	formattest.Refuse("object without history", `{"instance_id":"x","instruction":"y"}`, formattest.Malformed(1, `a JSON object without "history"`)),

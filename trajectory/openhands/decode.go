@@ -1,6 +1,7 @@
 package openhands
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -14,10 +15,11 @@ import (
 	"github.com/pvisor/pvisor/trajectory/jsondoc"
 )
 
-// v1Msg is the refusal for OpenHands ≥ 1.0 (software-agent-sdk) files.
-const v1Msg = "OpenHands V1 event format is not supported yet"
+// v1Msg is the refusal for OpenHands ≥ 1.0 (software-agent-sdk) events
+// in a container pvisor does not read them from (a JSON array).
+const v1Msg = "OpenHands V1 events are read one per line (JSONL), not from a JSON array"
 
-const v1Hint = "pvisor replays OpenHands V0 trajectories (a JSON array of events from 'download trajectory' or save_trajectory_path)"
+const v1Hint = "jq -c '.[]' FILE > events.jsonl"
 
 // Decode reads a V0 event array, or the first and only line of an
 // evaluation output.jsonl. A multi-instance output.jsonl is refused rather
@@ -28,6 +30,12 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 	if opts.Instance != "" {
 		return decodeInstance(r, opts)
 	}
+	br := bufio.NewReaderSize(r, 64<<10)
+	head, _ := br.Peek(64 << 10)
+	if isV1Start(head) {
+		return decodeV1(br, head, opts)
+	}
+	r = br
 	d := &decoder{
 		Doc:     jsondoc.New(r),
 		opts:    opts,
@@ -367,6 +375,9 @@ func (d *decoder) call(e *ev) error {
 		Arguments: without(args, drop...),
 		Locator:   loc(e.idx),
 	}
+	if (e.act == ActionEdit || e.act == ActionRead) && !args.Get("command").Exists() {
+		c.Arguments = withEditorArgs(c.Arguments, e.tcm, callID)
+	}
 	resp := strings.Clone(e.tcm.Get("model_response.id").String())
 	if resp != "" && d.open >= 0 && d.open == len(d.t.Actions)-1 && d.resp == resp {
 		a := &d.t.Actions[d.open]
@@ -416,6 +427,9 @@ func (d *decoder) observation(e *ev, prev callRef) error {
 	}
 	c.Observation = o
 	a.Locator = a.Locator.Extend(o.Locator)
+	if d.t.Cwd == "" && e.obs == "run" {
+		d.t.Cwd = startDir(c, e.extras.Get("metadata.working_dir").Str)
+	}
 	return nil
 }
 
@@ -436,6 +450,39 @@ func isError(e *ev) bool {
 		return e.exitCode.Int() != 0
 	}
 	return false
+}
+
+// editorFields are str_replace_editor's arguments.
+var editorFields = []string{"command", "file_text", "old_str", "new_str", "insert_line", "view_range"}
+
+// withEditorArgs completes the args of an early-2025 edit/read action,
+// which kept the editor call only as Python source (translated_ipython_code),
+// with the str_replace_editor arguments of the tool call the model made
+// (in tool_call_metadata.model_response), so the replay knows the command.
+func withEditorArgs(args json.RawMessage, tcm gjson.Result, callID string) json.RawMessage {
+	var fn gjson.Result
+	tcm.Get("model_response.choices.0.message.tool_calls").ForEach(func(_, tc gjson.Result) bool {
+		if tc.Get("id").Str == callID && tc.Get("function.name").Str == "str_replace_editor" {
+			fn = gjson.Parse(tc.Get("function.arguments").Str)
+			return false
+		}
+		return true
+	})
+	if !fn.IsObject() || !gjson.ValidBytes(args) {
+		return args
+	}
+	have := gjson.ParseBytes(args)
+	out := bytes.TrimSuffix(bytes.TrimSpace(bytes.Clone(args)), []byte("}"))
+	for _, k := range editorFields {
+		if v := fn.Get(k); v.Exists() && !have.Get(k).Exists() {
+			if len(bytes.TrimSpace(out)) > 1 {
+				out = append(out, ',')
+			}
+			kb, _ := json.Marshal(k)
+			out = append(append(append(out, kb...), ':'), v.Raw...)
+		}
+	}
+	return append(out, '}')
 }
 
 // without copies obj minus the named top-level keys, keeping the other

@@ -1,8 +1,8 @@
 // Package openhands reads OpenHands V0 trajectories: the JSON array of events
 // that "download trajectory" / save_trajectory_path write and that
 // ReplayManager (config replay_trajectory_path) replays, and the `history` of
-// one evaluation output.jsonl line. V1 (software-agent-sdk) conversations are
-// recognised and refused.
+// one evaluation output.jsonl line. V1 (software-agent-sdk, OpenHands 1.x)
+// events are read as JSONL, one event per line (v1.go).
 //
 // A step is one model response: the agent action events that share
 // tool_call_metadata.model_response.id (parallel calls arrive as consecutive
@@ -133,25 +133,64 @@ func isV1BaseState(head []byte) bool {
 	return gjson.GetBytes(head, "execution_status").Exists() && gjson.GetBytes(head, "agent.llm").Exists()
 }
 
-// ReplayTools lists the action types the replay re-executes.
+// ReplayTools lists the action types the replay re-executes (V0 action
+// names and V1 tool names).
 func (format) ReplayTools() []string {
-	return []string{ActionRun, ActionRead, ActionEdit, ActionWrite, ActionThink, ActionIPython}
+	return []string{ActionRun, ActionRead, ActionEdit, ActionThink, ToolTerminal, ToolFileEditor}
 }
 
-// CheckReplayable accepts the action types OpenHands' runtime re-executes
-// deterministically. run_ipython is accepted: CodeActAgent's runtime starts
-// the Jupyter plugin and ReplayManager replays cells in order, so kernel state
-// carries over as it did.
+// CheckReplayable accepts the actions replay.go re-runs with OpenHands'
+// documented semantics: commands, the file editor (and V0's oh_aci reads
+// and edits), and think. The rest is refused with the reason, so a prefix
+// holding one needs --allow-stale-observations (quality degraded).
 func (format) CheckReplayable(call *trajectory.ToolCall) error {
+	args := gjson.ParseBytes(call.Arguments)
 	switch call.Name {
-	case ActionRun, ActionRead, ActionWrite, ActionThink, ActionIPython:
+	case ActionThink:
 		return nil
-	case ActionEdit:
-		if gjson.GetBytes(call.Arguments, "impl_source").Str == "llm_based_edit" {
-			return fmt.Errorf("an LLM-based edit asks a draft-editor model to apply the change, so its result is not reproducible")
+	case ActionRun, ToolTerminal:
+		if args.Get("is_input").Bool() {
+			return fmt.Errorf("it sends input to a command still running in the terminal, which the replay does not keep alive")
+		}
+		if args.Get("reset").Bool() {
+			return fmt.Errorf("it resets OpenHands' terminal session, which the replay does not keep")
+		}
+		if args.Get("command").Type != gjson.String || strings.TrimSpace(args.Get("command").Str) == "" {
+			return fmt.Errorf("an empty command asks OpenHands' terminal for more output of a running command, which the replay does not keep alive")
+		}
+		if args.Get("is_background").Bool() {
+			return fmt.Errorf("background commands keep running in OpenHands' terminal, which the replay does not keep alive")
 		}
 		return nil
-	case "browse", "browse_interactive":
+	case ActionRead:
+		if src := args.Get("impl_source").Str; src != "oh_aci" {
+			return fmt.Errorf("a FileReadAction with impl_source %q reads through OpenHands' own runtime (no documented result text); only oh_aci reads are re-run", src)
+		}
+		return nil
+	case ActionEdit, ToolFileEditor:
+		if call.Name == ActionEdit {
+			switch args.Get("impl_source").Str {
+			case "llm_based_edit":
+				return fmt.Errorf("an LLM-based edit asks a draft-editor model to apply the change, so its result is not reproducible")
+			case "oh_aci":
+			default:
+				return fmt.Errorf("only oh_aci edits (str_replace_editor) are re-run")
+			}
+		}
+		switch cmd := args.Get("command").Str; cmd {
+		case "view", "create", "str_replace", "insert", "undo_edit":
+			return nil
+		default:
+			return fmt.Errorf("file editor command %q is not one OpenHands' file editor has", cmd)
+		}
+	case ActionIPython:
+		return fmt.Errorf("IPython cells run in OpenHands' Jupyter kernel, whose results pvisor does not re-implement")
+	case ActionWrite:
+		return fmt.Errorf("a FileWriteAction's result text comes from OpenHands' runtime, which documents none; pvisor does not re-implement it")
+	case "task_tracker":
+		return fmt.Errorf("the task tracker keeps its list in the conversation's state, which a replay in a new sandbox does not have")
+	case "browse", "browse_interactive", "browser_navigate", "browser_click", "browser_type", "browser_get_state",
+		"browser_get_content", "browser_scroll", "browser_go_back", "browser_list_tabs", "browser_switch_tab", "browser_close_tab":
 		return fmt.Errorf("browsing needs OpenHands' browser, which the replay runs without, and a live web page")
 	case "call_tool_mcp":
 		return fmt.Errorf("MCP tools run on an external server the replay cannot reproduce")

@@ -22,8 +22,7 @@ const corpusDir = "../../testdata/trajectories/openhands"
 var refused = map[string]formattest.Refusal{
 	"ohands_multi_swe_bench_output.jsonl":       formattest.Unsupported(2, "this output.jsonl holds more than one instance"),
 	"ohands_resolver_mock_output.jsonl":         formattest.Unsupported(2, "this output.jsonl holds more than one instance"),
-	"ohsdk_goal_events.jsonl":                   formattest.Unsupported(1, v1Msg),
-	"ohsdk_v1_11_5_cli_default_base_state.json": formattest.Unsupported(1, v1Msg),
+	"ohsdk_v1_11_5_cli_default_base_state.json": formattest.Unsupported(1, "base_state.json, which holds no events"),
 }
 
 var corpus = formattest.Corpus{
@@ -111,8 +110,12 @@ func TestWritePrefix(t *testing.T) {
 			return
 		}
 		last := len(tr.Steps())
+		want := FormatEvents // an output.jsonl line's history becomes an array
+		if tr.Format == FormatV1Events {
+			want = FormatV1Events
+		}
 		formattest.CheckPrefixRoundTrip(t, New(), data, tr, func(t testing.TB, n int, cut []byte, pt *trajectory.Trajectory) {
-			if pt.Format != FormatEvents {
+			if pt.Format != want {
 				t.Errorf("prefix format %s", pt.Format)
 			}
 			if bytes.Contains(cut, []byte(`"action": "system"`)) || bytes.Contains(cut, []byte(`"action":"system"`)) {
@@ -152,15 +155,27 @@ func TestCheckReplayable(t *testing.T) {
 		{"read", `{"path":"/f","impl_source":"oh_aci"}`, ""},
 		{"edit", `{"path":"/f","command":"str_replace","impl_source":"oh_aci"}`, ""},
 		{"edit", `{"path":"/f","content":"x","impl_source":"llm_based_edit"}`, "draft-editor model"},
-		{"write", `{"path":"/f","content":"x"}`, ""},
+		{"write", `{"path":"/f","content":"x"}`, "FileWriteAction"},
+		{"read", `{"path":"/f","impl_source":"default"}`, "only oh_aci reads"},
+		{"edit", `{"path":"/f","command":"view"}`, "only oh_aci edits"},
+		{"run", `{"command":"","is_input":false}`, "empty command"},
+		{"run", `{"command":"y","is_input":true}`, "sends input"},
+		{"terminal", `{"command":"ls","reset":true}`, "resets"},
 		{"think", `{"thought":"hm"}`, ""},
-		{"run_ipython", `{"code":"1+1"}`, ""},
+		{"run_ipython", `{"code":"1+1"}`, "Jupyter kernel"},
 		{"browse", `{"url":"http://x"}`, "browser"},
 		{"browse_interactive", `{"browser_actions":"click"}`, "browser"},
 		{"call_tool_mcp", `{"name":"x"}`, "MCP"},
 		{"delegate", `{"agent":"x"}`, "sub-agent"},
 		{"finish", `{}`, "ends the episode"},
 		{"task_tracking", `{}`, `not one the replay re-executes`},
+		// V1 tool names.
+		{"terminal", `{"command":"ls","is_input":false,"kind":"TerminalAction"}`, ""},
+		{"file_editor", `{"command":"view","path":"/w/a","kind":"FileEditorAction"}`, ""},
+		{"file_editor", `{"command":"undo_edit","path":"/w/a","kind":"FileEditorAction"}`, ""},
+		{"file_editor", `{"command":"rewrite","path":"/w/a"}`, `file editor command "rewrite"`},
+		{"task_tracker", `{"command":"view"}`, "conversation's state"},
+		{"browser_navigate", `{"url":"http://x"}`, "browser"},
 	}
 	for _, tt := range tests {
 		formattest.CheckReplayable(t, New(), tt.name, tt.args, tt.want)

@@ -25,6 +25,16 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 	if err := trajectory.CheckBoundary(t, afterStep); err != nil {
 		return err
 	}
+	keep := func(_ int, raw []byte) []byte { return raw }
+	if t.Format == FormatV1Events {
+		return writeV1(w, src, size, t, afterStep, keep)
+	}
+	return writeV0(w, src, size, t, afterStep, keep)
+}
+
+// writeV0 writes the V0 prefix, each kept event passed through edit with
+// its index.
+func writeV0(w io.Writer, src io.ReaderAt, size int64, t *trajectory.Trajectory, afterStep int, edit func(int, []byte) []byte) error {
 	if t.Format == FormatLegacyEvents || t.Format == FormatLegacyEvalOutput {
 		return &trajectory.Error{Kind: trajectory.Unsupported,
 			Msg:  "2024-era flat OpenHands events (no args/extras) cannot be loaded by the current ReplayManager",
@@ -97,7 +107,7 @@ func (format) WritePrefix(w io.Writer, src io.ReaderAt, size int64, t *trajector
 		} else {
 			bw.Write(sep)
 		}
-		bw.Write(raw)
+		bw.Write(edit(i, raw))
 		kept++
 	}
 	if first {
@@ -136,6 +146,14 @@ func laterEvents(t *trajectory.Trajectory, afterStep, last int) map[int]bool {
 		}
 	}
 	return later
+}
+
+// PrefixExtFor: V1 events are JSONL; V0 prefixes are a JSON array.
+func (format) PrefixExtFor(t *trajectory.Trajectory) string {
+	if t.Format == FormatV1Events {
+		return "jsonl"
+	}
+	return "json"
 }
 
 // records is where WritePrefix finds the events: the top-level array, or
