@@ -36,6 +36,10 @@ type spec struct {
 	// ParentMntNS is the parent's mount namespace ("mnt:[inode]"); init
 	// refuses to mount when its own is the same.
 	ParentMntNS string `json:"parent_mnt_ns"`
+	// RootView is set for the worker when init built the view of the whole
+	// tree for tools (Layout.Root); RootMissing says why not otherwise.
+	RootView    string `json:"root_view,omitempty"`
+	RootMissing string `json:"root_missing,omitempty"`
 }
 
 // event is one line on the status pipe from init to Run.
@@ -122,7 +126,7 @@ func runInit(s *spec) int {
 	}
 	cwd, cwdErr := unix.Getwd()
 	hook("mount")
-	if err := mountOverlay(s.Config, s.Layout); err != nil {
+	if err := mountOverlay(s.Config, s.Layout, s.Config.Path); err != nil {
 		return fail("mount", err)
 	}
 	hook("mounted")
@@ -133,10 +137,22 @@ func runInit(s *spec) int {
 		}
 	}
 
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwardedSignals...)
 	w := *s
 	w.Stage = stageWorker
+	switch {
+	case s.Layout.Root == "":
+	case rootViewOff:
+		w.RootMissing = "the view of the whole tree was switched off"
+	default:
+		if err := buildRootView(s.Config, s.Layout); err != nil {
+			w.RootMissing = "no overlay of the file tree outside the workspace (" + err.Error() + ")"
+		} else {
+			w.RootView = s.Layout.Root
+		}
+	}
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
 	proc, err := startWorker(&w)
 	if err != nil {
 		return fail("start", err)

@@ -30,6 +30,8 @@ const (
 	envOuter     = "OVERLAY_TEST_OUTER"      // propagation helper, see TestMountDoesNotPropagate
 	envPlain     = "OVERLAY_TEST_PLAIN"      // benchmark baseline: exit at once
 	envRunner    = "OVERLAY_TEST_RUNNER"     // a pvisor that calls Run, to be killed
+	envTool      = "OVERLAY_TEST_TOOL"       // a replayed tool: enters this root view, writes its args
+	envNoRoot    = "OVERLAY_TEST_NO_ROOT"    // init builds no root view (control run)
 )
 
 // TestMain is also the main of every re-executed child: the test binary is
@@ -37,6 +39,9 @@ const (
 func TestMain(m *testing.M) {
 	if os.Getenv(envPlain) != "" {
 		os.Exit(0)
+	}
+	if root, ok := os.LookupEnv(envTool); ok {
+		os.Exit(toolHelper(root, os.Args[1:]))
 	}
 	if IsChild() {
 		installInitHooks()
@@ -55,6 +60,9 @@ func installInitHooks() {
 	scratch := os.Getenv(envScratch)
 	if os.Getenv(envNoPrivate) != "" {
 		makePrivate = false
+	}
+	if os.Getenv(envNoRoot) != "" {
+		rootViewOff = true
 	}
 	initHook = func(point string) {
 		switch {
@@ -112,6 +120,17 @@ func runScenario(args []string) int {
 			return fail(err)
 		}
 		return exitOnErr(writeJSON(filepath.Join(scratch, "merged.json"), snap), fail)
+	case "tool": // a tool in its own mount namespace writes args[1:]
+		root, missing := ToolRoot()
+		tool := exec.Command("/proc/self/exe", args[1:]...)
+		tool.Env = append(os.Environ(), envTool+"="+root)
+		tool.Dir = ws
+		tool.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+		out, err := tool.CombinedOutput()
+		if err != nil {
+			return fail(fmt.Errorf("tool: %v: %s", err, out))
+		}
+		return exitOnErr(writeJSON(filepath.Join(scratch, "tool.json"), map[string]string{"root": root, "missing": missing, "out": string(out)}), fail)
 	case "compose":
 		seen := map[string]string{}
 		for _, name := range []string{"a.txt", "c-only.txt", "lib/util.txt"} {
@@ -158,6 +177,36 @@ func runScenario(args []string) int {
 		return 92
 	}
 	return fail(errors.New("unknown scenario"))
+}
+
+// toolHelper does what run's tool init does with a root view, then writes
+// each path in args and tries to write into the layers (hidden: it must
+// fail). It reports on stdout: its files would land in the view.
+func toolHelper(root string, args []string) int {
+	runtime.LockOSThread()
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		fmt.Println("private:", err)
+		return 1
+	}
+	if root != "" {
+		wd, _ := os.Getwd()
+		if err := EnterRoot(root, wd); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		if err := os.WriteFile(filepath.Join(root, "upper-reached"), nil, 0o644); err == nil {
+			fmt.Println("wrote into the layers")
+			return 1
+		}
+	}
+	for _, p := range args {
+		if err := os.WriteFile(p, []byte("tool\n"), 0o644); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	fmt.Println("wrote", len(args))
+	return 0
 }
 
 func exitOnErr(err error, fail func(error) int) int {

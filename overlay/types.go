@@ -52,6 +52,11 @@ type Report struct {
 	// Upper is where the changes still are: set for manual, and for apply
 	// when it stopped on an error; empty once the layer has been removed.
 	Upper string `json:"upper,omitempty"`
+	// Outside are the changes tools made outside the workspace, in the
+	// root view; Path is absolute. They are never applied: apply and
+	// manual keep them in OutsideUpper, drop removes them.
+	Outside      []Change `json:"outside_changes,omitempty"`
+	OutsideUpper string   `json:"outside_upper,omitempty"`
 }
 
 // Options describe the process Run starts inside the isolated view. Run

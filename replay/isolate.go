@@ -117,7 +117,20 @@ func (r *run) runIsolated(ctx context.Context) error {
 	if report.Upper != "" {
 		meta["upper"] = report.Upper
 	}
+	if len(report.Outside) > 0 {
+		// Never applied: the host outside the workspace stays as it was.
+		meta["outside_changes"] = report.Outside
+		meta["outside_applied"] = false
+		if report.OutsideUpper != "" {
+			meta["outside_upper"] = report.OutsideUpper
+		}
+	}
 	r.res.Metadata["overlayfs"] = meta
+	if mode == overlay.CommitApply && len(report.Outside) > 0 && r.res.Failure == nil {
+		// The workspace got the run's changes, the rest of the machine did
+		// not: what was applied may not work here as it did in the replay.
+		r.degradeChild(fmt.Sprintf("%d change(s) outside the workspace were not applied (see overlayfs.outside_changes; kept in %s)", len(report.Outside), report.OutsideUpper))
+	}
 	switch {
 	case runErr != nil && r.res.Failure == nil:
 		return fail(result.WorkspaceError, "%v", runErr)
@@ -130,6 +143,21 @@ func (r *run) runIsolated(ctx context.Context) error {
 		r.writeOutputs()
 	}
 	return nil
+}
+
+// degradeChild marks the worker's result degraded, keeping its reasons.
+func (r *run) degradeChild(reason string) {
+	if reasons, ok := r.res.Metadata["quality_reasons"].([]any); ok {
+		for _, x := range reasons {
+			if s, ok := x.(string); ok {
+				r.degraded = append(r.degraded, s)
+			}
+		}
+	}
+	r.degrade(reason)
+	if r.res.Quality == result.QualityVerified {
+		r.res.Quality = result.QualityDegraded
+	}
 }
 
 // lockDir takes an exclusive lock on dir/name, held until the file is

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pvisor/pvisor/overlay"
 	toolrun "github.com/pvisor/pvisor/run"
 )
 
@@ -42,7 +43,15 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 		meta["network"] = "host"
 		return toolrun.Isolation{}, nil
 	}
-	meta["mechanisms"] = []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", "rlimit-data", "group-killed-with-init"}
+	mechs := []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", "rlimit-data", "group-killed-with-init"}
+	// In an overlay run the tools' writes outside the workspace land in an
+	// overlay of the whole tree, when the kernel let the worker build one.
+	if root, why := overlay.ToolRoot(); root != "" {
+		mechs = append(mechs, "root-overlay")
+	} else if why != "" {
+		meta["missing"] = why + ": shell commands' writes outside the workspace reach the host"
+	}
+	meta["mechanisms"] = mechs
 	return iso, nil
 }
 

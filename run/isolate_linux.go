@@ -66,7 +66,9 @@ func init() {
 }
 
 // shimMain is PID 1 of one tool call's namespaces and never returns.
-// Args: pvisor-tool-init <data-limit> <net:0|1> -- <path> <argv0> <args…>.
+// Args: pvisor-tool-init <data-limit> <net:0|1> <root> <dir> -- <path>
+// <argv0> <args…>; root is the overlay worker's view of the whole tree
+// (overlay.ToolRoot) or "", dir the tool's working directory.
 // It starts the tool as PID 2, reports its exit on the status pipe, then
 // reaps until nothing is left, so processes the call leaves behind keep
 // running (and keep this init alive) until the Runner kills the group; when
@@ -86,13 +88,13 @@ func shim(args []string) int {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " "))
 		return exitShimSetup
 	}
-	if len(args) < 5 || args[2] != "--" {
+	if len(args) < 7 || args[4] != "--" {
 		return fail("bad arguments %q", args)
 	}
 	if _, err := strconv.ParseUint(args[0], 10, 64); err != nil {
 		return fail("bad data limit %q", args[0])
 	}
-	if err := shimSetup(args[1] == "1"); err != nil {
+	if err := shimSetup(args[1] == "1", args[2], args[3]); err != nil {
 		return fail("%v", err)
 	}
 	// Handled, not ignored: ignored signals would stay ignored in the tool.
@@ -104,7 +106,7 @@ func shim(args []string) int {
 		}
 	}()
 	limit, _ := strconv.ParseUint(args[0], 10, 64)
-	cmd := &exec.Cmd{Path: args[3], Args: args[4:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: args[5], Args: args[6:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if limit > 0 {
 		// The tool stops right after its execve, before running any of its
 		// own code, so the limit binds its image but never this init's Go
@@ -146,14 +148,20 @@ func shim(args []string) int {
 	return 0
 }
 
-// shimSetup makes the namespaces private, mounts /proc, and drops
-// privileges, in that order: mounting needs CAP_SYS_ADMIN.
-func shimSetup(noNet bool) error {
+// shimSetup makes the namespaces private, enters the root view if there
+// is one, mounts /proc, and drops privileges, in that order: mounting
+// needs CAP_SYS_ADMIN.
+func shimSetup(noNet bool, root, dir string) error {
 	if os.Getpid() != 1 {
 		return fmt.Errorf("not PID 1 of a new PID namespace (pid %d)", os.Getpid())
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
+	}
+	if root != "" {
+		if err := overlay.EnterRoot(root, dir); err != nil {
+			return err
+		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
@@ -298,7 +306,10 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
 		net = "1"
 		flags |= unix.CLONE_NEWNET
 	}
-	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, "--", cmd.Path}, cmd.Args...)
+	// Writes outside the workspace land in the overlay worker's view of the
+	// whole tree, entered once per call; mounted once per run.
+	root, _ := overlay.ToolRoot()
+	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, root, cmd.Dir, "--", cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = "/proc/self/exe", args
 	cmd.ExtraFiles = []*os.File{status}
 	if cmd.SysProcAttr == nil {

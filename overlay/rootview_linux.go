@@ -1,0 +1,260 @@
+package overlay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// rootViewOff is set by tests for the control run that shows a write
+// outside the workspace reaching the host when there is no root view.
+var rootViewOff = false
+
+// pseudoTrees are the kernel's own trees: never overlaid. /proc is mounted
+// fresh by each tool's init (its own PID namespace), /dev and /sys are
+// bound read-only into the view.
+var pseudoTrees = []string{"/proc", "/sys", "/dev"}
+
+// rootPart is one filesystem of the host tree captured in the root view:
+// an overlay whose lower layer is Mount and whose upper layer is Upper.
+type rootPart struct {
+	Mount string `json:"mount"`
+	Upper string `json:"upper"`
+	Work  string `json:"work"`
+}
+
+// ToolRoot is the view of the whole file tree that replayed tools should
+// pivot_root into (the run package's tool init does), and why there is
+// none when path is empty. Only the worker of an overlay run has one.
+func ToolRoot() (path, missing string) {
+	if childSpec == nil {
+		return "", ""
+	}
+	return childSpec.RootView, childSpec.RootMissing
+}
+
+// buildRootView mounts, at l.Root, the host's file tree as replayed tools
+// should see it: every writable filesystem of the tree (/ and the real
+// filesystems mounted below it) as an overlay whose upper layer is in the
+// state dir, read-only filesystems bound read-only, /dev and /sys bound
+// read-only (with a fresh /dev/shm), the merged workspace bound at its own
+// path, and the layers themselves hidden under an empty read-only tmpfs.
+// It runs once per run, in init, before the worker starts; tools enter it
+// per call with pivot_root. On any failure what was mounted is detached
+// and the error says what the kernel refused: the run goes on without the
+// view and the result says so.
+func buildRootView(cfg Config, l Layout) (err error) {
+	mounted := false
+	defer func() {
+		if err != nil && mounted {
+			unix.Unmount(l.Root, unix.MNT_DETACH)
+		}
+	}()
+	for _, d := range []string{l.Root, l.RootUpper, l.RootWork} {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	mounts, err := readMountinfo()
+	if err != nil {
+		return fmt.Errorf("read the mount table: %w", err)
+	}
+	var parts []rootPart
+	for _, m := range viewMounts(mounts, cfg, l) {
+		target := filepath.Join(l.Root, m.MountPoint)
+		if m.readOnly() {
+			if err := bindReadOnly(m.MountPoint, target, false); err != nil {
+				return err
+			}
+			continue
+		}
+		n := strconv.Itoa(len(parts))
+		p := rootPart{Mount: m.MountPoint, Upper: filepath.Join(l.RootUpper, n), Work: filepath.Join(l.RootWork, n)}
+		if err := preparePart(p); err != nil {
+			return err
+		}
+		if err := mountOverlay(Config{Path: p.Mount}, Layout{Upper: p.Upper, Work: p.Work}, target); err != nil {
+			if p.Mount == "/" {
+				err = fmt.Errorf("%w (an overlay of / whose upper layer is inside it; put --state-dir on another filesystem, e.g. a tmpfs)", err)
+			}
+			return err
+		}
+		mounted = true
+		parts = append(parts, p)
+	}
+	if len(parts) == 0 || parts[0].Mount != "/" {
+		return errors.New("no writable / in the mount table")
+	}
+	if err := bindReadOnly("/dev", filepath.Join(l.Root, "dev"), true); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(filepath.Join(l.Root, "dev/shm")); err == nil && fi.IsDir() {
+		if err := unix.Mount("tmpfs", filepath.Join(l.Root, "dev/shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+			return fmt.Errorf("mount a fresh /dev/shm: %w", err)
+		}
+	}
+	if err := bindReadOnly("/sys", filepath.Join(l.Root, "sys"), false); err != nil {
+		return err
+	}
+	if err := unix.Mount(cfg.Path, filepath.Join(l.Root, cfg.Path), "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind the workspace into the root view: %w", err)
+	}
+	// The layers stay out of the tools' reach: under the overlay of / they
+	// would be visible (and writable into the upper layer) at their path.
+	if err := unix.Mount("tmpfs", filepath.Join(l.Root, l.Dir), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
+		return fmt.Errorf("hide the layers from the root view: %w", err)
+	}
+	raw, err := json.Marshal(parts)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(l.RootParts, raw, 0o600)
+}
+
+// viewMounts are the mounts the root view rebuilds, parents first: the
+// topmost mount at each point outside the pseudo trees, the workspace and
+// the state dir's layers.
+func viewMounts(mounts []mountEntry, cfg Config, l Layout) []mountEntry {
+	top := map[string]mountEntry{}
+	for _, m := range mounts {
+		top[m.MountPoint] = m // later entries are mounted over earlier ones
+	}
+	var out []mountEntry
+	for mp, m := range top {
+		skip := within(mp, cfg.Path) || within(mp, l.Dir)
+		for _, t := range pseudoTrees {
+			skip = skip || within(mp, t)
+		}
+		if !skip {
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].MountPoint < out[j].MountPoint })
+	return out
+}
+
+func (m mountEntry) readOnly() bool {
+	for _, o := range strings.Split(m.MountOpts, ",") {
+		if o == "ro" {
+			return true
+		}
+	}
+	return false
+}
+
+// preparePart creates a part's layers; the upper directory gets the mode
+// and owner of the filesystem's root, which it becomes in the view.
+func preparePart(p rootPart) error {
+	for _, d := range []string{p.Upper, p.Work} {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p.Mount, &st); err != nil {
+		return err
+	}
+	if err := unix.Chown(p.Upper, int(st.Uid), int(st.Gid)); err != nil {
+		return err
+	}
+	return unix.Chmod(p.Upper, st.Mode&0o7777)
+}
+
+func bindReadOnly(src, target string, recursive bool) error {
+	flags := uintptr(unix.MS_BIND)
+	if recursive {
+		flags |= unix.MS_REC
+	}
+	if err := unix.Mount(src, target, "", flags, ""); err != nil {
+		return fmt.Errorf("bind %s into the root view: %w", src, err)
+	}
+	if err := unix.Mount("", target, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID, ""); err != nil {
+		return fmt.Errorf("make %s read-only in the root view: %w", src, err)
+	}
+	return nil
+}
+
+// EnterRoot makes root (a ToolRoot) the calling process's /, in a mount
+// namespace of its own that is already private, and changes to dir there.
+// The old root is detached, so nothing outside the view stays reachable.
+func EnterRoot(root, dir string) error {
+	if err := unix.Chdir(root); err != nil {
+		return fmt.Errorf("enter the root view: %w", err)
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root into the root view: %w", err)
+	}
+	// The old root is now mounted over the new one, at "/".
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach the host's root: %w", err)
+	}
+	if dir == "" {
+		dir = "/"
+	}
+	if err := unix.Chdir(dir); err != nil {
+		return fmt.Errorf("chdir %s in the root view: %w", dir, err)
+	}
+	return nil
+}
+
+// OutsideChanges lists what the run changed outside the workspace, as
+// absolute paths, from the root view's upper layers. Empty when the run had
+// no root view. Call it after Run returned.
+func OutsideChanges(l Layout) ([]Change, error) {
+	parts, err := readParts(l)
+	if err != nil || len(parts) == 0 {
+		return nil, err
+	}
+	var out []Change
+	for _, p := range parts {
+		w := &walker{upper: p.Upper}
+		if err := w.walk("", lowerDir{p.Mount}, false); err != nil {
+			return nil, fmt.Errorf("overlayfs: list changes outside the workspace: %w", err)
+		}
+		for _, c := range w.out {
+			c.Path = path.Join(p.Mount, c.Path)
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func readParts(l Layout) ([]rootPart, error) {
+	if l.RootParts == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(l.RootParts)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("overlayfs: %w", err)
+	}
+	var parts []rootPart
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return nil, fmt.Errorf("overlayfs: %s: %w", l.RootParts, err)
+	}
+	return parts, nil
+}
+
+// removeRootLayers removes the root view's layers and its (unmounted)
+// mount point.
+func removeRootLayers(l Layout) error {
+	for _, p := range []string{l.RootUpper, l.RootWork, l.RootParts, l.Root} {
+		if p == "" {
+			continue
+		}
+		if err := os.RemoveAll(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
