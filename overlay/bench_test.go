@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -95,4 +97,58 @@ func BenchmarkRunRoundTrip(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed())/float64(plain), "x_plain_reexec")
 	b.ReportMetric(float64(b.Elapsed())/float64(namespaced), "x_ns_reexec")
+}
+
+// BenchmarkRootView is what the view of the whole tree costs: per tool
+// call, a process in new mount and PID namespaces that mounts /proc and
+// execs true, with pivot_root into the view against without (today's tool
+// init), alternating in one worker; per run, Run of a worker that exits at
+// once with the view built against without it.
+func BenchmarkRootView(b *testing.B) {
+	requireOverlay(b)
+	f := &fixture{base: b.TempDir()}
+	f.ws, f.scratch = filepath.Join(f.base, "ws"), filepath.Join(f.base, "scratch")
+	writeTree(b, f.base, map[string]string{"ws/a": "a", "scratch/": ""})
+	f.cfg = Config{Path: f.ws}
+	var noView, view time.Duration
+	for i := range b.N {
+		f.layout = NewLayout(filepath.Join(f.base, "state", strconv.Itoa(i)))
+		for _, off := range []bool{true, false} {
+			var env []string
+			if off {
+				env = []string{envNoRoot + "=1"}
+			}
+			start := time.Now()
+			if e, err := f.run(context.Background(), env, "noop"); err != nil || e != (Exit{}) {
+				b.Fatalf("Run = %+v, %v\n%s", e, err, f.stderr.String())
+			}
+			if off {
+				noView += time.Since(start)
+			} else {
+				view += time.Since(start)
+			}
+			if _, err := Commit(Config{Path: f.ws, Commit: CommitDrop}, f.layout); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	f.layout = NewLayout(filepath.Join(f.base, "state", "calls"))
+	if e, err := f.run(context.Background(), nil, "toolbench", "50"); err != nil || e != (Exit{}) {
+		b.Fatalf("Run = %+v, %v\n%s", e, err, f.stderr.String())
+	}
+	var calls map[string][]time.Duration
+	readJSON(b, filepath.Join(f.scratch, "bench.json"), &calls)
+	plainP50, viewP50 := median(calls["plain"]), median(calls["view"])
+	b.ReportMetric(float64(viewP50)/1e6, "call-view-p50-ms")
+	b.ReportMetric(float64(plainP50)/1e6, "call-plain-p50-ms")
+	b.ReportMetric(float64(viewP50)/float64(plainP50), "call_view/plain")
+	b.ReportMetric(float64(view)/float64(b.N)/1e6, "run-view-ms")
+	b.ReportMetric(float64(noView)/float64(b.N)/1e6, "run-noview-ms")
+	b.ReportMetric(float64(view)/float64(noView), "run_view/noview")
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

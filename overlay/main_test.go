@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,6 +132,33 @@ func runScenario(args []string) int {
 			return fail(fmt.Errorf("tool: %v: %s", err, out))
 		}
 		return exitOnErr(writeJSON(filepath.Join(scratch, "tool.json"), map[string]string{"root": root, "missing": missing, "out": string(out)}), fail)
+	case "toolbench": // args[1] tool calls with and without the root view
+		n, _ := strconv.Atoi(args[1])
+		root, _ := ToolRoot()
+		call := func(root string) (time.Duration, error) {
+			start := time.Now()
+			tool := exec.Command("/proc/self/exe", "true")
+			tool.Env = append(os.Environ(), envTool+"="+root)
+			tool.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID}
+			out, err := tool.CombinedOutput()
+			if err != nil {
+				return 0, fmt.Errorf("%v: %s", err, out)
+			}
+			return time.Since(start), nil
+		}
+		var plain, view []time.Duration
+		for range n {
+			p, err := call("")
+			if err != nil {
+				return fail(err)
+			}
+			v, err := call(root)
+			if err != nil {
+				return fail(err)
+			}
+			plain, view = append(plain, p), append(view, v)
+		}
+		return exitOnErr(writeJSON(filepath.Join(scratch, "bench.json"), map[string][]time.Duration{"plain": plain, "view": view}), fail)
 	case "compose":
 		seen := map[string]string{}
 		for _, name := range []string{"a.txt", "c-only.txt", "lib/util.txt"} {
@@ -186,6 +214,21 @@ func toolHelper(root string, args []string) int {
 	runtime.LockOSThread()
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		fmt.Println("private:", err)
+		return 1
+	}
+	if len(args) == 1 && args[0] == "true" { // a tool call as the benchmark times it
+		if root != "" {
+			if err := EnterRoot(root, "/"); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+		}
+		if err := unix.Mount("proc", "/proc", "proc", 0, ""); err != nil {
+			fmt.Println("proc:", err)
+			return 1
+		}
+		err := unix.Exec("/bin/true", []string{"true"}, nil)
+		fmt.Println(err)
 		return 1
 	}
 	if root != "" {
