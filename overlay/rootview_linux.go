@@ -18,9 +18,9 @@ import (
 // outside the workspace reaching the host when there is no root view.
 var rootViewOff = false
 
-// pseudoTrees are the kernel's own trees: never overlaid. /proc is mounted
-// fresh by each tool's init (its own PID namespace), /dev and /sys are
-// bound read-only into the view.
+// pseudoTrees are the kernel's own trees: never overlaid, except tmpfs
+// mounts below /dev. /proc is mounted fresh by each tool's init (its own
+// PID namespace), /dev and /sys are bound read-only into the view.
 var pseudoTrees = []string{"/proc", "/sys", "/dev"}
 
 // rootPart is one filesystem of the host tree captured in the root view:
@@ -45,7 +45,7 @@ func ToolRoot() (path, missing string) {
 // should see it: every writable filesystem of the tree (/ and the real
 // filesystems mounted below it) as an overlay whose upper layer is in the
 // state dir, read-only filesystems bound read-only, /dev and /sys bound
-// read-only (with a fresh /dev/shm), the merged workspace bound at its own
+// read-only (/dev/shm overlaid like the rest), the merged workspace bound at its own
 // path, and the layers themselves hidden under an empty read-only tmpfs.
 // It runs once per run, in init, before the worker starts; tools enter it
 // per call with pivot_root. On any failure what was mounted is detached
@@ -68,47 +68,51 @@ func buildRootView(cfg Config, l Layout) (err error) {
 		return fmt.Errorf("read the mount table: %w", err)
 	}
 	var parts []rootPart
-	for _, m := range viewMounts(mounts, cfg, l) {
+	for i, m := range viewMounts(mounts, cfg, l) {
+		if i == 0 && m.MountPoint != "/" || i > 0 && m.MountPoint == "/" {
+			return errors.New("no writable / in the mount table")
+		}
 		target := filepath.Join(l.Root, m.MountPoint)
 		if m.readOnly() {
 			if err := bindReadOnly(m.MountPoint, target, false); err != nil {
 				return err
 			}
+		} else {
+			n := strconv.Itoa(len(parts))
+			p := rootPart{Mount: m.MountPoint, Upper: filepath.Join(l.RootUpper, n), Work: filepath.Join(l.RootWork, n)}
+			if err := preparePart(p); err != nil {
+				return err
+			}
+			if err := mountOverlay(Config{Path: p.Mount}, Layout{Upper: p.Upper, Work: p.Work}, target); err != nil {
+				if p.Mount == "/" {
+					err = fmt.Errorf("%w (an overlay of / whose upper layer is inside it; put --state-dir on another filesystem, e.g. a tmpfs)", err)
+				}
+				return err
+			}
+			mounted = true
+			parts = append(parts, p)
+		}
+		if i > 0 {
 			continue
 		}
-		n := strconv.Itoa(len(parts))
-		p := rootPart{Mount: m.MountPoint, Upper: filepath.Join(l.RootUpper, n), Work: filepath.Join(l.RootWork, n)}
-		if err := preparePart(p); err != nil {
+		// Right over /, so that the tmpfs mounts below /dev (/dev/shm)
+		// get their own overlays on top of the read-only /dev.
+		if err := bindReadOnly("/dev", filepath.Join(l.Root, "dev"), true); err != nil {
 			return err
 		}
-		if err := mountOverlay(Config{Path: p.Mount}, Layout{Upper: p.Upper, Work: p.Work}, target); err != nil {
-			if p.Mount == "/" {
-				err = fmt.Errorf("%w (an overlay of / whose upper layer is inside it; put --state-dir on another filesystem, e.g. a tmpfs)", err)
-			}
+		if err := bindReadOnly("/sys", filepath.Join(l.Root, "sys"), false); err != nil {
 			return err
 		}
-		mounted = true
-		parts = append(parts, p)
 	}
-	if len(parts) == 0 || parts[0].Mount != "/" {
+	if len(parts) == 0 {
 		return errors.New("no writable / in the mount table")
-	}
-	if err := bindReadOnly("/dev", filepath.Join(l.Root, "dev"), true); err != nil {
-		return err
-	}
-	if fi, err := os.Stat(filepath.Join(l.Root, "dev/shm")); err == nil && fi.IsDir() {
-		if err := unix.Mount("tmpfs", filepath.Join(l.Root, "dev/shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
-			return fmt.Errorf("mount a fresh /dev/shm: %w", err)
-		}
-	}
-	if err := bindReadOnly("/sys", filepath.Join(l.Root, "sys"), false); err != nil {
-		return err
 	}
 	if err := unix.Mount(cfg.Path, filepath.Join(l.Root, cfg.Path), "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind the workspace into the root view: %w", err)
 	}
-	// The layers stay out of the tools' reach: under the overlay of / they
-	// would be visible (and writable into the upper layer) at their path.
+	// The layers stay out of the tools' reach: under the overlay of their
+	// filesystem they would be visible (and writable into the upper layer)
+	// at their path.
 	if err := unix.Mount("tmpfs", filepath.Join(l.Root, l.Dir), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
 		return fmt.Errorf("hide the layers from the root view: %w", err)
 	}
@@ -131,7 +135,8 @@ func viewMounts(mounts []mountEntry, cfg Config, l Layout) []mountEntry {
 	for mp, m := range top {
 		skip := within(mp, cfg.Path) || within(mp, l.Dir)
 		for _, t := range pseudoTrees {
-			skip = skip || within(mp, t)
+			// A tmpfs below /dev (/dev/shm) is a real writable filesystem.
+			skip = skip || within(mp, t) && !(t == "/dev" && mp != t && m.FSType == "tmpfs")
 		}
 		if !skip {
 			out = append(out, m)

@@ -46,6 +46,7 @@ func TestViewMounts(t *testing.T) {
 	}
 	want := []got{
 		{"/", false, "rw"},
+		{"/dev/shm", false, "rw"},
 		{"/mnt/tools", true, "ro"},
 		{"/tmp", false, "rw,size=1m"},
 		{"/work", false, "rw"},

@@ -38,6 +38,9 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 			return iso, configErr("[overlaynet] mode = \"deny\" cannot be honoured: %s", missing)
 		}
 		meta["mechanisms"] = []string{}
+		if overlay.InNamespace() {
+			missing += "; they run outside the overlay of the whole tree, so shell commands' writes outside the workspace reach the host"
+		}
 		meta["missing"] = missing
 		meta["data_limit_bytes"] = 0 // applied by the isolated init only
 		meta["network"] = "host"
