@@ -46,7 +46,8 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 		meta["network"] = "host"
 		return toolrun.Isolation{}, nil
 	}
-	mechs := []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", "rlimit-data", "group-killed-with-init"}
+	memory := r.memoryLimit(&iso, meta)
+	mechs := []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", memory, "group-killed-with-init"}
 	// In an overlay run the tools' writes outside the workspace land in an
 	// overlay of the whole tree, when the kernel let the worker build one.
 	if root, why := overlay.ToolRoot(); root != "" {
@@ -56,6 +57,36 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 	}
 	meta["mechanisms"] = mechs
 	return iso, nil
+}
+
+// toolMemoryLimit caps the memory of all of a run's tools together when a
+// memory cgroup is available (DefaultToolDataLimit per process otherwise).
+// A variable so that tests can make a tool exceed it.
+var toolMemoryLimit uint64 = 8 << 30
+
+// memoryLimit gives iso a per-run memory cgroup (v2, else v1) in place of
+// RLIMIT_DATA when this system has one that works, records which limit
+// applies, and returns its mechanism name. The cgroup is removed by
+// closeMemory at the end of the run.
+func (r *run) memoryLimit(iso *toolrun.Isolation, meta map[string]any) string {
+	limit := map[string]any{"mechanism": "rlimit-data", "bytes": iso.DataLimit, "scope": "each tool process"}
+	meta["memory_limit"] = limit
+	cg, err := toolrun.NewMemoryCgroup(toolMemoryLimit)
+	if err == nil {
+		probe := *iso
+		probe.Memory = cg
+		if err = probe.Probe(); err != nil {
+			cg.Close()
+		}
+	}
+	if err != nil {
+		limit["cgroup_missing"] = err.Error()
+		return "rlimit-data"
+	}
+	iso.Memory, iso.DataLimit = cg, 0
+	meta["data_limit_bytes"] = 0
+	limit["mechanism"], limit["bytes"], limit["scope"] = cg.Mechanism(), cg.Limit, "all of the run's tools together"
+	return cg.Mechanism()
 }
 
 // secretMarkers are substrings of variable names never handed to tools

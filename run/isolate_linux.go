@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -34,6 +35,10 @@ type Isolation struct {
 	// NoNetwork gives the tools a network namespace of their own with only
 	// loopback, up.
 	NoNetwork bool
+	// Memory, when set, is the run's memory cgroup: each call's init joins
+	// it before starting the tool, and a tool the OOM killer ends gets a
+	// line on its stderr that says so. DataLimit is then usually 0.
+	Memory *MemoryCgroup
 }
 
 // shimArg0 marks the re-executed init (see init); argv[0] rather than an
@@ -66,9 +71,10 @@ func init() {
 }
 
 // shimMain is PID 1 of one tool call's namespaces and never returns.
-// Args: pvisor-tool-init <data-limit> <net:0|1> <root> <dir> -- <path>
-// <argv0> <args…>; root is the overlay worker's view of the whole tree
-// (overlay.ToolRoot) or "", dir the tool's working directory.
+// Args: pvisor-tool-init <data-limit> <net:0|1> <root> <dir> <cgroup>
+// <memory-limit> -- <path> <argv0> <args…>; root is the overlay worker's
+// view of the whole tree (overlay.ToolRoot) or "", dir the tool's working
+// directory, cgroup the run's MemoryCgroup directory or "".
 // It starts the tool as PID 2, reports its exit on the status pipe, then
 // reaps until nothing is left, so processes the call leaves behind keep
 // running (and keep this init alive) until the Runner kills the group; when
@@ -88,11 +94,23 @@ func shim(args []string) int {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " "))
 		return exitShimSetup
 	}
-	if len(args) < 7 || args[4] != "--" {
+	if len(args) < 9 || args[6] != "--" {
 		return fail("bad arguments %q", args)
 	}
 	if _, err := strconv.ParseUint(args[0], 10, 64); err != nil {
 		return fail("bad data limit %q", args[0])
+	}
+	var memory *MemoryCgroup
+	if args[4] != "" {
+		memory = &MemoryCgroup{Dir: args[4], Version: 1}
+		if _, err := os.Stat(filepath.Join(args[4], "memory.events")); err == nil {
+			memory.Version = 2
+		}
+		memory.Limit, _ = strconv.ParseUint(args[5], 10, 64)
+		// Before anything else, so everything the call starts is counted.
+		if err := joinCgroup(memory.Dir); err != nil {
+			return fail("%v", err)
+		}
 	}
 	if err := shimSetup(args[1] == "1", args[2], args[3]); err != nil {
 		return fail("%v", err)
@@ -106,7 +124,7 @@ func shim(args []string) int {
 		}
 	}()
 	limit, _ := strconv.ParseUint(args[0], 10, 64)
-	cmd := &exec.Cmd{Path: args[5], Args: args[6:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: args[7], Args: args[8:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if limit > 0 {
 		// The tool stops right after its execve, before running any of its
 		// own code, so the limit binds its image but never this init's Go
@@ -123,6 +141,14 @@ func shim(args []string) int {
 		}
 	}
 	fmt.Fprintf(status, "started\n")
+	var oomBefore uint64
+	var stderr *os.File
+	if memory != nil {
+		oomBefore = memory.OOMKills()
+		if fd, err := unix.Dup(2); err == nil {
+			stderr = os.NewFile(uintptr(fd), "tool-stderr")
+		}
+	}
 	// Our copies of the output pipes would hold them open for as long as a
 	// background process keeps us alive, even one that closed its own.
 	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
@@ -135,6 +161,13 @@ func shim(args []string) int {
 	code, sig := ws.ExitStatus(), 0
 	if ws.Signaled() {
 		sig = int(ws.Signal())
+	}
+	if stderr != nil {
+		if sig == int(unix.SIGKILL) && memory.OOMKills() > oomBefore {
+			// Nothing else tells the tool's reader why it died.
+			fmt.Fprintf(stderr, "pvisor: the tool was killed: the run's memory limit (%d bytes, %s) was reached\n", memory.Limit, memory.Mechanism())
+		}
+		stderr.Close()
 	}
 	// alone: nothing else runs, so the Runner may wait for our exit instead
 	// of reporting background processes.
@@ -309,7 +342,11 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
 	// Writes outside the workspace land in the overlay worker's view of the
 	// whole tree, entered once per call; mounted once per run.
 	root, _ := overlay.ToolRoot()
-	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, root, cmd.Dir, "--", cmd.Path}, cmd.Args...)
+	cg, memLimit := "", "0"
+	if iso.Memory != nil {
+		cg, memLimit = iso.Memory.Dir, strconv.FormatUint(iso.Memory.Limit, 10)
+	}
+	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, root, cmd.Dir, cg, memLimit, "--", cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = "/proc/self/exe", args
 	cmd.ExtraFiles = []*os.File{status}
 	if cmd.SysProcAttr == nil {
