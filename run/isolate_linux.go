@@ -108,8 +108,10 @@ func shim(args []string) int {
 		}
 		memory.Limit, _ = strconv.ParseUint(args[5], 10, 64)
 		// Before anything else, so everything the call starts is counted.
-		if err := joinCgroup(memory.Dir); err != nil {
-			return fail("%v", err)
+		if memory.Version == 1 {
+			if err := joinCgroup(memory.Dir); err != nil {
+				return fail("%v", err)
+			}
 		}
 	}
 	if err := shimSetup(args[1] == "1", args[2], args[3]); err != nil {
@@ -353,6 +355,10 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Cloneflags |= flags
+	if iso.Memory != nil && iso.Memory.fd != nil {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(iso.Memory.fd.Fd())
+	}
 	// The init dies with pvisor, even on SIGKILL, and takes the namespace
 	// with it.
 	cmd.SysProcAttr.Pdeathsig = unix.SIGKILL
