@@ -73,7 +73,9 @@ func buildRootView(cfg Config, l Layout) (err error) {
 			return errors.New("no writable / in the mount table")
 		}
 		target := filepath.Join(l.Root, m.MountPoint)
-		if m.readOnly() {
+		// Overlayfs layers are directories; a file bind mount (Docker's
+		// /etc/hosts, /etc/resolv.conf) is kept, read-only.
+		if m.readOnly() || !isDir(m.MountPoint) {
 			if err := bindReadOnly(m.MountPoint, target, false); err != nil {
 				return err
 			}
@@ -144,6 +146,11 @@ func viewMounts(mounts []mountEntry, cfg Config, l Layout) []mountEntry {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].MountPoint < out[j].MountPoint })
 	return out
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 func (m mountEntry) readOnly() bool {
