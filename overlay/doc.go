@@ -48,6 +48,23 @@
 // configuration there. The worker's environment no longer holds the marker
 // variable, so processes it starts behave normally.
 //
+// # Outside the workspace
+//
+// Before starting the worker, init also mounts at Layout.Root a view of
+// the whole file tree for the worker's tools (buildRootView): / and every
+// other writable filesystem of the mount table as an overlay with its own
+// upper layer under Layout.RootUpper, read-only filesystems and file bind
+// mounts bound read-only, /dev and /sys bound read-only, the merged
+// workspace bound at its path, and Layout.Dir hidden under an empty
+// read-only tmpfs. The worker learns the path from ToolRoot; the run
+// package's tool init enters it with EnterRoot (pivot_root) in each call's
+// own mount namespace, so the mounts are made once per run. pvisor itself
+// (the worker) keeps the real tree: its state and output files are real.
+// OutsideChanges lists the view's changes with absolute paths; Commit
+// reports them and never applies them (drop removes them). When the kernel
+// refuses part of the view, nothing of it stays mounted and ToolRoot says
+// why; the run goes on without it.
+//
 // # Reading the upper layer
 //
 // Changes compares the upper layer with the lower stack: added and modified
