@@ -52,10 +52,9 @@ func ToolRoot() (path, missing string) {
 // and the error says what the kernel refused: the run goes on without the
 // view and the result says so.
 func buildRootView(cfg Config, l Layout) (err error) {
-	mounted := false
 	defer func() {
-		if err != nil && mounted {
-			unix.Unmount(l.Root, unix.MNT_DETACH)
+		if err != nil {
+			unix.Unmount(l.Root, unix.MNT_DETACH) // EINVAL when nothing was mounted
 		}
 	}()
 	for _, d := range []string{l.Root, l.RootUpper, l.RootWork} {
@@ -69,8 +68,8 @@ func buildRootView(cfg Config, l Layout) (err error) {
 	}
 	var parts []rootPart
 	for i, m := range viewMounts(mounts, cfg, l) {
-		if i == 0 && m.MountPoint != "/" || i > 0 && m.MountPoint == "/" {
-			return errors.New("no writable / in the mount table")
+		if i == 0 && m.MountPoint != "/" {
+			return errors.New("no / in the mount table")
 		}
 		target := filepath.Join(l.Root, m.MountPoint)
 		// Overlayfs layers are directories; a file bind mount (Docker's
@@ -91,7 +90,6 @@ func buildRootView(cfg Config, l Layout) (err error) {
 				}
 				return err
 			}
-			mounted = true
 			parts = append(parts, p)
 		}
 		if i > 0 {
@@ -105,9 +103,6 @@ func buildRootView(cfg Config, l Layout) (err error) {
 		if err := bindReadOnly("/sys", filepath.Join(l.Root, "sys"), false); err != nil {
 			return err
 		}
-	}
-	if len(parts) == 0 {
-		return errors.New("no writable / in the mount table")
 	}
 	if err := unix.Mount(cfg.Path, filepath.Join(l.Root, cfg.Path), "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind the workspace into the root view: %w", err)

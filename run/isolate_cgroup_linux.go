@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func newCgroupV2(own, name string, limit uint64) (*MemoryCgroup, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup v2: %w", err)
 	}
-	if !containsField(string(ctrl), "memory") {
+	if !slices.Contains(strings.Fields(string(ctrl)), "memory") {
 		// Allowed only where the parent has no processes of its own
 		// ("no internal processes"): then pvisor would have to move itself.
 		if err := os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+memory"), 0); err != nil {
@@ -188,13 +189,4 @@ func joinCgroup(dir string) error {
 		return fmt.Errorf("join the run's memory cgroup: %w", err)
 	}
 	return nil
-}
-
-func containsField(s, w string) bool {
-	for _, f := range strings.Fields(s) {
-		if f == w {
-			return true
-		}
-	}
-	return false
 }
