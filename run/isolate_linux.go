@@ -3,6 +3,7 @@ package run
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -39,6 +40,11 @@ type Isolation struct {
 	// it before starting the tool, and a tool the OOM killer ends gets a
 	// line on its stderr that says so. DataLimit is then usually 0.
 	Memory *MemoryCgroup
+	// Shared are pvisor's own directories that tools write for it (the
+	// Runner's cwd files): bound into the overlay worker's view of the
+	// whole tree, so those writes reach pvisor instead of the view's upper
+	// layer. The Runner adds its temp dir.
+	Shared []string
 }
 
 // shimArg0 marks the re-executed init (see init); argv[0] rather than an
@@ -72,9 +78,10 @@ func init() {
 
 // shimMain is PID 1 of one tool call's namespaces and never returns.
 // Args: pvisor-tool-init <data-limit> <net:0|1> <root> <dir> <cgroup>
-// <memory-limit> -- <path> <argv0> <args…>; root is the overlay worker's
-// view of the whole tree (overlay.ToolRoot) or "", dir the tool's working
-// directory, cgroup the run's MemoryCgroup directory or "".
+// <memory-limit> <shared> -- <path> <argv0> <args…>; root is the overlay
+// worker's view of the whole tree (overlay.ToolRoot) or "", dir the tool's
+// working directory, cgroup the run's MemoryCgroup directory or "", shared
+// the JSON list of Isolation.Shared.
 // It starts the tool as PID 2, reports its exit on the status pipe, then
 // reaps until nothing is left, so processes the call leaves behind keep
 // running (and keep this init alive) until the Runner kills the group; when
@@ -94,7 +101,7 @@ func shim(args []string) int {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " "))
 		return exitShimSetup
 	}
-	if len(args) < 9 || args[6] != "--" {
+	if len(args) < 10 || args[7] != "--" {
 		return fail("bad arguments %q", args)
 	}
 	if _, err := strconv.ParseUint(args[0], 10, 64); err != nil {
@@ -114,7 +121,11 @@ func shim(args []string) int {
 			}
 		}
 	}
-	if err := shimSetup(args[1] == "1", args[2], args[3]); err != nil {
+	var shared []string
+	if err := json.Unmarshal([]byte(args[6]), &shared); err != nil {
+		return fail("bad shared dirs %q", args[6])
+	}
+	if err := shimSetup(args[1] == "1", args[2], args[3], shared); err != nil {
 		return fail("%v", err)
 	}
 	// Handled, not ignored: ignored signals would stay ignored in the tool.
@@ -126,7 +137,7 @@ func shim(args []string) int {
 		}
 	}()
 	limit, _ := strconv.ParseUint(args[0], 10, 64)
-	cmd := &exec.Cmd{Path: args[7], Args: args[8:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: args[8], Args: args[9:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if limit > 0 {
 		// The tool stops right after its execve, before running any of its
 		// own code, so the limit binds its image but never this init's Go
@@ -186,7 +197,7 @@ func shim(args []string) int {
 // shimSetup makes the namespaces private, enters the root view if there
 // is one, mounts /proc, and drops privileges, in that order: mounting
 // needs CAP_SYS_ADMIN.
-func shimSetup(noNet bool, root, dir string) error {
+func shimSetup(noNet bool, root, dir string, shared []string) error {
 	if os.Getpid() != 1 {
 		return fmt.Errorf("not PID 1 of a new PID namespace (pid %d)", os.Getpid())
 	}
@@ -194,6 +205,11 @@ func shimSetup(noNet bool, root, dir string) error {
 		return fmt.Errorf("make / private: %w", err)
 	}
 	if root != "" {
+		for _, d := range shared {
+			if err := unix.Mount(d, filepath.Join(root, d), "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("bind %s into the root view: %w", d, err)
+			}
+		}
 		if err := overlay.EnterRoot(root, dir); err != nil {
 			return err
 		}
@@ -348,7 +364,11 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
 	if iso.Memory != nil {
 		cg, memLimit = iso.Memory.Dir, strconv.FormatUint(iso.Memory.Limit, 10)
 	}
-	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, root, cmd.Dir, cg, memLimit, "--", cmd.Path}, cmd.Args...)
+	shared, _ := json.Marshal(iso.Shared)
+	if iso.Shared == nil {
+		shared = []byte("[]")
+	}
+	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, root, cmd.Dir, cg, memLimit, string(shared), "--", cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = "/proc/self/exe", args
 	cmd.ExtraFiles = []*os.File{status}
 	if cmd.SysProcAttr == nil {

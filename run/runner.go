@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -73,6 +74,8 @@ func NewRunner(opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, fsErr("runner", opts.TempDir, err)
 	}
+	// Tools write the cwd files here, also from an overlay's view of the tree.
+	opts.Isolation.Shared = append(slices.Clone(opts.Isolation.Shared), tmp)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{
 		opts:     opts,
