@@ -55,7 +55,7 @@ type event struct {
 var childSpec *spec
 
 // initHook lets tests interfere with init at a given point ("mount",
-// "mounted", "started"); nil in production.
+// "mounted", "root", "started"); nil in production.
 var initHook func(point string)
 
 // makePrivate is false only in a test's control run, which shows that the
@@ -144,6 +144,7 @@ func runInit(s *spec) int {
 	case rootViewOff:
 		w.RootMissing = "the view of the whole tree was switched off"
 	default:
+		hook("root")
 		if err := buildRootView(s.Config, s.Layout); err != nil {
 			w.RootMissing = "no overlay of the file tree outside the workspace (" + err.Error() + ")"
 		} else {

@@ -33,6 +33,7 @@ const (
 	envRunner    = "OVERLAY_TEST_RUNNER"     // a pvisor that calls Run, to be killed
 	envTool      = "OVERLAY_TEST_TOOL"       // a replayed tool: enters this root view, writes its args
 	envNoRoot    = "OVERLAY_TEST_NO_ROOT"    // init builds no root view (control run)
+	envBreakRoot = "OVERLAY_TEST_BREAK_ROOT" // the kernel refuses the root view's overlay
 )
 
 // TestMain is also the main of every re-executed child: the test binary is
@@ -69,6 +70,10 @@ func installInitHooks() {
 		switch {
 		case point == "mount" && os.Getenv(envBreakInit) != "":
 			os.RemoveAll(childSpec.Layout.Upper)
+		case point == "root" && os.Getenv(envBreakRoot) != "":
+			// A file where the first work dir goes: the mount fails.
+			os.MkdirAll(childSpec.Layout.RootWork, 0o700)
+			os.WriteFile(filepath.Join(childSpec.Layout.RootWork, "0"), nil, 0o600)
 		case point == "started" && os.Getenv(envPanicInit) != "":
 			waitFile(filepath.Join(scratch, "ready"), 20*time.Second)
 			panic("init panics on purpose")
@@ -208,8 +213,9 @@ func runScenario(args []string) int {
 }
 
 // toolHelper does what run's tool init does with a root view, then writes
-// each path in args and tries to write into the layers (hidden: it must
-// fail). It reports on stdout: its files would land in the view.
+// each path in args ("rm:path" removes it) and tries to write into the
+// layers (hidden: it must fail). It reports on stdout: its files would land
+// in the view.
 func toolHelper(root string, args []string) int {
 	runtime.LockOSThread()
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
@@ -243,12 +249,18 @@ func toolHelper(root string, args []string) int {
 		}
 	}
 	for _, p := range args {
-		if err := os.WriteFile(p, []byte("tool\n"), 0o644); err != nil {
+		var err error
+		if rm, ok := strings.CutPrefix(p, "rm:"); ok {
+			err = os.Remove(rm)
+		} else {
+			err = os.WriteFile(p, []byte("tool\n"), 0o644)
+		}
+		if err != nil {
 			fmt.Println(err)
 			return 1
 		}
 	}
-	fmt.Println("wrote", len(args))
+	fmt.Println("changed", len(args))
 	return 0
 }
 

@@ -227,5 +227,14 @@ func mountErr(target, step string, err error, klog string) error {
 	case errors.Is(err, unix.ENODEV):
 		msg += ": the kernel has no overlay filesystem; load it with `modprobe overlay`"
 	}
-	return errors.New(msg)
+	return &mountError{msg: msg, err: err}
 }
+
+// mountError keeps the errno for callers that explain it differently.
+type mountError struct {
+	msg string
+	err error
+}
+
+func (e *mountError) Error() string { return e.msg }
+func (e *mountError) Unwrap() error { return e.err }

@@ -85,8 +85,9 @@ func buildRootView(cfg Config, l Layout) (err error) {
 				return err
 			}
 			if err := mountOverlay(Config{Path: p.Mount}, Layout{Upper: p.Upper, Work: p.Work}, target); err != nil {
-				if p.Mount == "/" {
-					err = fmt.Errorf("%w (an overlay of / whose upper layer is inside it; put --state-dir on another filesystem, e.g. a tmpfs)", err)
+				if errors.Is(err, unix.ELOOP) {
+					// Some kernels refuse an upper layer inside its own lower one.
+					err = fmt.Errorf("%w (the state dir is on %s itself: put --state-dir on another filesystem, e.g. a tmpfs)", err, p.Mount)
 				}
 				return err
 			}

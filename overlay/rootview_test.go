@@ -57,52 +57,66 @@ func TestViewMounts(t *testing.T) {
 }
 
 // TestRootViewCapturesOutsideWrites: a tool that entered the root view
-// writes outside the workspace (a host directory, the state dir) and
-// inside it; the host keeps none of it, OutsideChanges names the outside
-// files, and drop removes every layer. The control run without the view
-// shows the same tool writing the host.
+// adds, modifies and deletes host files outside the workspace, writes the
+// state dir, and writes inside the workspace; the host keeps none of it,
+// OutsideChanges names the outside paths, Commit applies only the workspace
+// and keeps the outside layers except for drop. The control run without
+// the view shows the same tool writing the host; a view the kernel refuses
+// leaves the run going without it and says why.
 func TestRootViewCapturesOutsideWrites(t *testing.T) {
 	requireOverlay(t)
 	for _, tc := range []struct {
-		name string
-		off  bool
-	}{{"view", false}, {"no view (control)", true}} {
+		name   string
+		mode   CommitMode
+		env    string
+		noView string // ToolRoot's reason when there is no view
+	}{
+		{name: "drop", mode: CommitDrop},
+		{name: "apply", mode: CommitApply},
+		{name: "manual", mode: CommitManual},
+		{name: "no view (control)", mode: CommitDrop, env: envNoRoot, noView: "switched off"},
+		{name: "view refused", mode: CommitDrop, env: envBreakRoot, noView: "no overlay of the file tree outside the workspace (open layer"},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, map[string]string{"a.txt": "a\n"})
-			outsideDir := filepath.Join(f.base, "host")
-			writeTree(t, outsideDir, map[string]string{"keep.txt": "keep\n"})
-			outside := filepath.Join(outsideDir, "new.txt")
+			host := filepath.Join(f.base, "host")
+			writeTree(t, host, map[string]string{"keep.txt": "keep\n", "gone.txt": "gone\n"})
+			before := mustSnapshot(t, host)
+			added, modified, deleted := filepath.Join(host, "new.txt"), filepath.Join(host, "keep.txt"), filepath.Join(host, "gone.txt")
 			stateFile := filepath.Join(filepath.Dir(f.layout.Dir), "journal-forged")
 			var env []string
-			if tc.off {
-				env = []string{envNoRoot + "=1"}
+			if tc.env != "" {
+				env = []string{tc.env + "=1"}
 			}
-			if e, err := f.run(context.Background(), env, "tool", outside, stateFile, filepath.Join(f.ws, "in.txt")); err != nil || e != (Exit{}) {
+			if e, err := f.run(context.Background(), env, "tool", added, modified, "rm:"+deleted, stateFile, filepath.Join(f.ws, "in.txt")); err != nil || e != (Exit{}) {
 				t.Fatalf("Run = %+v, %v", e, err)
 			}
 			var tool map[string]string
 			readJSON(t, filepath.Join(f.scratch, "tool.json"), &tool)
-			_, hostErr := os.Stat(outside)
-			if tc.off {
-				if tool["root"] != "" || !strings.Contains(tool["missing"], "switched off") || hostErr != nil {
-					t.Fatalf("control: tool %v, host file err %v; want no view and the write on the host", tool, hostErr)
+			if tc.noView != "" {
+				_, hostErr := os.Stat(added)
+				if tool["root"] != "" || !strings.Contains(tool["missing"], tc.noView) || hostErr != nil {
+					t.Fatalf("tool %v, host file err %v; want no view, missing %q, and the write on the host", tool, hostErr, tc.noView)
+				}
+				if m := hostMountsAt(t, f.layout.Root); len(m) != 0 {
+					t.Errorf("mounts left at %s: %v", f.layout.Root, m)
 				}
 				return
 			}
-			if tool["root"] != f.layout.Root || !strings.Contains(tool["out"], "wrote 3") {
+			if tool["root"] != f.layout.Root || !strings.Contains(tool["out"], "changed 5") {
 				t.Fatalf("tool report %v", tool)
 			}
-			if hostErr == nil {
-				t.Errorf("%s reached the host", outside)
+			if diff := cmp.Diff(before, mustSnapshot(t, host)); diff != "" {
+				t.Errorf("the host changed (-before +after):\n%s", diff)
 			}
 			if _, err := os.Stat(stateFile); err == nil {
 				t.Errorf("%s reached the real state dir", stateFile)
 			}
-			rep, err := Commit(Config{Path: f.ws, Commit: CommitDrop}, f.layout)
+			rep, err := Commit(Config{Path: f.ws, Commit: tc.mode}, f.layout)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []Change{{outside, Added, TypeFile}, {stateFile, Added, TypeFile}}
+			want := []Change{{added, Added, TypeFile}, {modified, Modified, TypeFile}, {deleted, Deleted, TypeFile}, {stateFile, Added, TypeFile}}
 			sort.Slice(want, func(i, j int) bool { return want[i].Path < want[j].Path })
 			if diff := cmp.Diff(want, rep.Outside); diff != "" {
 				t.Errorf("outside changes (-want +got):\n%s", diff)
@@ -110,8 +124,23 @@ func TestRootViewCapturesOutsideWrites(t *testing.T) {
 			if diff := cmp.Diff([]Change{{"in.txt", Added, TypeFile}}, rep.Changes); diff != "" {
 				t.Errorf("workspace changes (-want +got):\n%s", diff)
 			}
-			if _, err := os.Lstat(f.layout.Dir); err == nil {
-				t.Errorf("drop left %s", f.layout.Dir)
+			if diff := cmp.Diff(before, mustSnapshot(t, host)); diff != "" {
+				t.Errorf("%s changed the host (-before +after):\n%s", tc.mode, diff)
+			}
+			_, inErr := os.Stat(filepath.Join(f.ws, "in.txt"))
+			_, upperErr := os.Stat(filepath.Join(f.layout.RootUpper, "0", added))
+			switch tc.mode {
+			case CommitDrop:
+				if _, err := os.Lstat(f.layout.Dir); err == nil || rep.OutsideUpper != "" {
+					t.Errorf("drop left %s (outside upper %q)", f.layout.Dir, rep.OutsideUpper)
+				}
+			case CommitApply, CommitManual:
+				if rep.OutsideUpper != f.layout.RootUpper || upperErr != nil {
+					t.Errorf("%s: outside upper %q, %s: %v; want the layers kept", tc.mode, rep.OutsideUpper, added, upperErr)
+				}
+			}
+			if applied := inErr == nil; applied != (tc.mode == CommitApply) {
+				t.Errorf("%s: in.txt applied = %v", tc.mode, applied)
 			}
 		})
 	}
