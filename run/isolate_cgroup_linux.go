@@ -47,11 +47,33 @@ func NewMemoryCgroup(limit uint64) (*MemoryCgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := fmt.Sprintf("pvisor-%d-%08x", os.Getpid(), rand.Uint32())
+	name := fmt.Sprintf("%s%d-%08x", cgroupPrefix, os.Getpid(), rand.Uint32())
+	var c *MemoryCgroup
 	if st.Type == unix.CGROUP2_SUPER_MAGIC {
-		return newCgroupV2(ownCgroup(string(own), ""), name, limit)
+		c, err = newCgroupV2(ownCgroup(string(own), ""), name, limit)
+	} else {
+		c, err = newCgroupV1(ownCgroup(string(own), "memory"), name, limit)
 	}
-	return newCgroupV1(ownCgroup(string(own), "memory"), name, limit)
+	if err == nil {
+		removeStale(filepath.Dir(c.Dir))
+	}
+	return c, err
+}
+
+const cgroupPrefix = "pvisor-"
+
+// removeStale removes the empty cgroups that runs killed with SIGKILL left
+// behind (their tools died with them; a cgroup with processes cannot be
+// removed). A live pvisor's are recognised by its PID.
+func removeStale(parent string) {
+	dirs, _ := filepath.Glob(filepath.Join(parent, cgroupPrefix+"*-*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), cgroupPrefix), "-", 2)[0])
+		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		_ = os.Remove(d)
+	}
 }
 
 // ownCgroup finds this process's path in /proc/self/cgroup for the v1

@@ -263,3 +263,40 @@ func TestOwnCgroup(t *testing.T) {
 		}
 	}
 }
+
+// A cgroup left by a pvisor that was killed (its PID gone, no processes
+// left) is removed by the next run's NewMemoryCgroup; a live one is kept.
+func TestMemoryCgroupRemovesStale(t *testing.T) {
+	requireIsolation(t)
+	first, err := NewMemoryCgroup(64 << 20)
+	if err != nil {
+		t.Skipf("no memory cgroup here: %v", err)
+	}
+	defer first.Close()
+	parent := filepath.Dir(first.Dir)
+	// PID 2^22+1 is above pid_max's largest value: no such process.
+	stale := filepath.Join(parent, cgroupPrefix+"4194305-0000beef")
+	if err := os.Mkdir(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(parent, fmt.Sprintf("%s%d-0000cafe", cgroupPrefix, os.Getppid()))
+	if err := os.Mkdir(live, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(live)
+	second, err := NewMemoryCgroup(64 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if _, err := os.Stat(stale); err == nil {
+		os.Remove(stale)
+		t.Errorf("stale cgroup %s kept", stale)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("live pvisor's cgroup %s removed", live)
+	}
+	if _, err := os.Stat(first.Dir); err != nil {
+		t.Errorf("this run's own cgroup %s removed", first.Dir)
+	}
+}
