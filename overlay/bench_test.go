@@ -4,6 +4,7 @@ package overlay
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,9 +102,10 @@ func BenchmarkRunRoundTrip(b *testing.B) {
 
 // BenchmarkRootView is what the view of the whole tree costs: per tool
 // call, a process in new mount and PID namespaces that mounts /proc and
-// execs true, with pivot_root into the view against without (today's tool
-// init), alternating in one worker; per run, Run of a worker that exits at
-// once with the view built (and dropped) against without it, medians.
+// execs true, started by a worker in the view (so it also detaches the
+// shared binds) against one without it (today's overlay), in alternating
+// rounds; per run, Run of a worker that exits at once with the view built
+// (and dropped) against without it. Medians.
 func BenchmarkRootView(b *testing.B) {
 	requireOverlay(b)
 	f := &fixture{base: b.TempDir()}
@@ -135,13 +137,29 @@ func BenchmarkRootView(b *testing.B) {
 			}
 		}
 	}
-	f.layout = NewLayout(filepath.Join(f.base, "state", "calls"))
-	if e, err := f.run(context.Background(), nil, "toolbench", "50"); err != nil || e != (Exit{}) {
-		b.Fatalf("Run = %+v, %v\n%s", e, err, f.stderr.String())
+	// Calls: rounds of a worker without the view and one in it, each
+	// starting tools the way the run package's init does.
+	var callsPlain, callsView []time.Duration
+	for round := range 6 {
+		for _, off := range []bool{round%2 == 0, round%2 != 0} {
+			f.layout = NewLayout(filepath.Join(f.base, "state", fmt.Sprintf("calls-%d-%v", round, off)))
+			var env []string
+			if off {
+				env = []string{envNoRoot + "=1"}
+			}
+			if e, err := f.run(context.Background(), env, "toolbench", "10", "calls.json"); err != nil || e != (Exit{}) {
+				b.Fatalf("Run = %+v, %v\n%s", e, err, f.stderr.String())
+			}
+			var times []time.Duration
+			readJSON(b, filepath.Join(f.scratch, "calls.json"), &times)
+			if off {
+				callsPlain = append(callsPlain, times...)
+			} else {
+				callsView = append(callsView, times...)
+			}
+		}
 	}
-	var calls map[string][]time.Duration
-	readJSON(b, filepath.Join(f.scratch, "bench.json"), &calls)
-	plainP50, viewP50 := median(calls["plain"]), median(calls["view"])
+	plainP50, viewP50 := median(callsPlain), median(callsView)
 	b.ReportMetric(float64(viewP50)/1e6, "call-view-p50-ms")
 	b.ReportMetric(float64(plainP50)/1e6, "call-plain-p50-ms")
 	b.ReportMetric(float64(viewP50)/float64(plainP50), "call_view/plain")

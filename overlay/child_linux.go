@@ -36,9 +36,11 @@ type spec struct {
 	// ParentMntNS is the parent's mount namespace ("mnt:[inode]"); init
 	// refuses to mount when its own is the same.
 	ParentMntNS string `json:"parent_mnt_ns"`
-	// RootView is set for the worker when init built the view of the whole
-	// tree for tools (Layout.Root); RootMissing says why not otherwise.
-	RootView    string `json:"root_view,omitempty"`
+	// Shared are Options.Shared, real paths.
+	Shared []string `json:"shared,omitempty"`
+	// View is set for the worker when it runs in the view of the whole
+	// tree; RootMissing says why not otherwise.
+	View        bool   `json:"view,omitempty"`
 	RootMissing string `json:"root_missing,omitempty"`
 }
 
@@ -145,11 +147,19 @@ func runInit(s *spec) int {
 		w.RootMissing = "the view of the whole tree was switched off"
 	default:
 		hook("root")
-		if err := buildRootView(s.Config, s.Layout); err != nil {
+		if err := buildRootView(s.Config, s.Layout, s.Shared); err != nil {
 			w.RootMissing = "no overlay of the file tree outside the workspace (" + err.Error() + ")"
-		} else {
-			w.RootView = s.Layout.Root
+			break
 		}
+		// Past this point the old root is gone: a failure ends the run.
+		dir := "/"
+		if cwdErr == nil {
+			dir = cwd
+		}
+		if err := enterView(s.Layout.Root, dir); err != nil {
+			return fail("mount", err)
+		}
+		w.View = true
 	}
 
 	sigs := make(chan os.Signal, 8)

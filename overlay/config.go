@@ -57,8 +57,8 @@ type Layout struct {
 	Dir   string `json:"dir"`
 	Upper string `json:"upper"`
 	Work  string `json:"work"`
-	// Root is where the worker's namespace mounts the view of the whole
-	// file tree that replayed tools pivot into (see the package doc,
+	// Root is where init mounts the view of the whole file tree that the
+	// worker and its tools run in (see the package doc,
 	// "Outside the workspace"). RootUpper and RootWork hold one numbered
 	// upper and work directory per filesystem captured there; RootParts
 	// lists which filesystem each number is.

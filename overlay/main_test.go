@@ -31,7 +31,8 @@ const (
 	envOuter     = "OVERLAY_TEST_OUTER"      // propagation helper, see TestMountDoesNotPropagate
 	envPlain     = "OVERLAY_TEST_PLAIN"      // benchmark baseline: exit at once
 	envRunner    = "OVERLAY_TEST_RUNNER"     // a pvisor that calls Run, to be killed
-	envTool      = "OVERLAY_TEST_TOOL"       // a replayed tool: enters this root view, writes its args
+	envTool      = "OVERLAY_TEST_TOOL"       // a replayed tool: detaches these shared binds, writes its args
+	envToolView  = "OVERLAY_TEST_TOOL_VIEW"  // the layout whose layers the tool must not reach
 	envNoRoot    = "OVERLAY_TEST_NO_ROOT"    // init builds no root view (control run)
 	envBreakRoot = "OVERLAY_TEST_BREAK_ROOT" // the kernel refuses the root view's overlay
 )
@@ -42,8 +43,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envPlain) != "" {
 		os.Exit(0)
 	}
-	if root, ok := os.LookupEnv(envTool); ok {
-		os.Exit(toolHelper(root, os.Args[1:]))
+	if shared, ok := os.LookupEnv(envTool); ok {
+		os.Exit(toolHelper(shared, os.Args[1:]))
 	}
 	if IsChild() {
 		installInitHooks()
@@ -62,6 +63,7 @@ func installInitHooks() {
 	scratch := os.Getenv(envScratch)
 	if os.Getenv(envNoPrivate) != "" {
 		makePrivate = false
+		rootViewOff = true // pivot_root refuses a shared mount
 	}
 	if os.Getenv(envNoRoot) != "" {
 		rootViewOff = true
@@ -127,43 +129,38 @@ func runScenario(args []string) int {
 		}
 		return exitOnErr(writeJSON(filepath.Join(scratch, "merged.json"), snap), fail)
 	case "tool": // a tool in its own mount namespace writes args[1:]
-		root, missing := ToolRoot()
+		shared, view, missing := ToolView()
+		raw, _ := json.Marshal(shared)
+		_, layout, _ := Current()
+		rawLayout, _ := json.Marshal(layout)
 		tool := exec.Command("/proc/self/exe", args[1:]...)
-		tool.Env = append(os.Environ(), envTool+"="+root)
+		tool.Env = append(os.Environ(), envTool+"="+string(raw))
+		if view {
+			tool.Env = append(tool.Env, envToolView+"="+string(rawLayout))
+		}
 		tool.Dir = ws
 		tool.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
 		out, err := tool.CombinedOutput()
 		if err != nil {
 			return fail(fmt.Errorf("tool: %v: %s", err, out))
 		}
-		return exitOnErr(writeJSON(filepath.Join(scratch, "tool.json"), map[string]string{"root": root, "missing": missing, "out": string(out)}), fail)
-	case "toolbench": // args[1] tool calls with and without the root view
+		return exitOnErr(writeJSON(filepath.Join(scratch, "tool.json"), map[string]string{"view": fmt.Sprint(view), "missing": missing, "out": string(out)}), fail)
+	case "toolbench": // args[1] tool calls, timed into scratch/args[2]
 		n, _ := strconv.Atoi(args[1])
-		root, _ := ToolRoot()
-		call := func(root string) (time.Duration, error) {
+		shared, _, _ := ToolView()
+		raw, _ := json.Marshal(shared)
+		var times []time.Duration
+		for range n {
 			start := time.Now()
 			tool := exec.Command("/proc/self/exe", "true")
-			tool.Env = append(os.Environ(), envTool+"="+root)
+			tool.Env = append(os.Environ(), envTool+"="+string(raw))
 			tool.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID}
-			out, err := tool.CombinedOutput()
-			if err != nil {
-				return 0, fmt.Errorf("%v: %s", err, out)
+			if out, err := tool.CombinedOutput(); err != nil {
+				return fail(fmt.Errorf("%v: %s", err, out))
 			}
-			return time.Since(start), nil
+			times = append(times, time.Since(start))
 		}
-		var plain, view []time.Duration
-		for range n {
-			p, err := call("")
-			if err != nil {
-				return fail(err)
-			}
-			v, err := call(root)
-			if err != nil {
-				return fail(err)
-			}
-			plain, view = append(plain, p), append(view, v)
-		}
-		return exitOnErr(writeJSON(filepath.Join(scratch, "bench.json"), map[string][]time.Duration{"plain": plain, "view": view}), fail)
+		return exitOnErr(writeJSON(filepath.Join(scratch, args[2]), times), fail)
 	case "compose":
 		seen := map[string]string{}
 		for _, name := range []string{"a.txt", "c-only.txt", "lib/util.txt"} {
@@ -212,23 +209,23 @@ func runScenario(args []string) int {
 	return fail(errors.New("unknown scenario"))
 }
 
-// toolHelper does what run's tool init does with a root view, then writes
-// each path in args ("rm:path" removes it) and tries to write into the
-// layers (hidden: it must fail). It reports on stdout: its files would land
-// in the view.
-func toolHelper(root string, args []string) int {
+// toolHelper does what run's tool init does in a view (detach the
+// worker's shared binds), then changes each path in args ("rm:path"
+// removes it) and tries to write into the layers (hidden: it must fail).
+// It reports on stdout: files it wrote would land in the view.
+func toolHelper(shared string, args []string) int {
 	runtime.LockOSThread()
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		fmt.Println("private:", err)
 		return 1
 	}
+	var dirs []string
+	json.Unmarshal([]byte(shared), &dirs)
+	if err := DetachShared(dirs); err != nil {
+		fmt.Println(err)
+		return 1
+	}
 	if len(args) == 1 && args[0] == "true" { // a tool call as the benchmark times it
-		if root != "" {
-			if err := EnterRoot(root, "/"); err != nil {
-				fmt.Println(err)
-				return 1
-			}
-		}
 		if err := unix.Mount("proc", "/proc", "proc", 0, ""); err != nil {
 			fmt.Println("proc:", err)
 			return 1
@@ -237,13 +234,10 @@ func toolHelper(root string, args []string) int {
 		fmt.Println(err)
 		return 1
 	}
-	if root != "" {
-		wd, _ := os.Getwd()
-		if err := EnterRoot(root, wd); err != nil {
-			fmt.Println(err)
-			return 1
-		}
-		if err := os.WriteFile(filepath.Join(root, "upper-reached"), nil, 0o644); err == nil {
+	if os.Getenv(envToolView) != "" {
+		l := Layout{}
+		json.Unmarshal([]byte(os.Getenv(envToolView)), &l)
+		if err := os.WriteFile(filepath.Join(l.RootUpper, "upper-reached"), nil, 0o644); err == nil {
 			fmt.Println("wrote into the layers")
 			return 1
 		}

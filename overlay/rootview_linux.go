@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,8 +20,8 @@ import (
 var rootViewOff = false
 
 // pseudoTrees are the kernel's own trees: never overlaid, except tmpfs
-// mounts below /dev. /proc is mounted fresh by each tool's init (its own
-// PID namespace), /dev and /sys are bound read-only into the view.
+// mounts below /dev. /proc is mounted fresh (by init and by each tool's
+// init, for their PID namespaces), /dev and /sys are bound read-only.
 var pseudoTrees = []string{"/proc", "/sys", "/dev"}
 
 // rootPart is one filesystem of the host tree captured in the root view:
@@ -31,27 +32,43 @@ type rootPart struct {
 	Work  string `json:"work"`
 }
 
-// ToolRoot is the view of the whole file tree that replayed tools should
-// pivot_root into (the run package's tool init does), and why there is
-// none when path is empty. Only the worker of an overlay run has one.
-func ToolRoot() (path, missing string) {
+// ToolView reports whether this worker runs in the view of the whole file
+// tree, and why not. When it does, every process it starts does too, and
+// shared are the binds of Options.Shared that a replayed tool's init must
+// detach in its own mount namespace (DetachShared), so that the tool's
+// writes there land in the upper layer like the rest.
+func ToolView() (shared []string, active bool, missing string) {
 	if childSpec == nil {
-		return "", ""
+		return nil, false, ""
 	}
-	return childSpec.RootView, childSpec.RootMissing
+	if !childSpec.View {
+		return nil, false, childSpec.RootMissing
+	}
+	return childSpec.Shared, true, ""
 }
 
-// buildRootView mounts, at l.Root, the host's file tree as replayed tools
-// should see it: every writable filesystem of the tree (/ and the real
+// DetachShared removes the shared binds from the calling process's own,
+// private mount namespace (a tool's init, before it drops CAP_SYS_ADMIN).
+func DetachShared(shared []string) error {
+	for _, d := range slices.Backward(shared) { // bound parents first
+		if err := unix.Unmount(d, unix.MNT_DETACH); err != nil {
+			return fmt.Errorf("detach %s from the tool's view: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// buildRootView mounts, at l.Root, the host's file tree as the run should
+// see it: every writable filesystem of the tree (/ and the real
 // filesystems mounted below it) as an overlay whose upper layer is in the
 // state dir, read-only filesystems bound read-only, /dev and /sys bound
-// read-only (/dev/shm overlaid like the rest), the merged workspace bound at its own
-// path, and the layers themselves hidden under an empty read-only tmpfs.
-// It runs once per run, in init, before the worker starts; tools enter it
-// per call with pivot_root. On any failure what was mounted is detached
-// and the error says what the kernel refused: the run goes on without the
-// view and the result says so.
-func buildRootView(cfg Config, l Layout) (err error) {
+// read-only (/dev/shm overlaid like the rest), the merged workspace bound
+// at its own path, the layers themselves hidden under an empty read-only
+// tmpfs, and the shared dirs bound for real on top. It runs once per run,
+// in init, before init enters it (enterView) and starts the worker. On any
+// failure what was mounted is detached and the error says what the kernel
+// refused: the run goes on without the view and the result says so.
+func buildRootView(cfg Config, l Layout, shared []string) (err error) {
 	defer func() {
 		if err != nil {
 			unix.Unmount(l.Root, unix.MNT_DETACH) // EINVAL when nothing was mounted
@@ -101,7 +118,8 @@ func buildRootView(cfg Config, l Layout) (err error) {
 		if err := bindReadOnly("/dev", filepath.Join(l.Root, "dev"), true); err != nil {
 			return err
 		}
-		if err := bindReadOnly("/sys", filepath.Join(l.Root, "sys"), false); err != nil {
+		// Recursive: the worker makes the tools' memory cgroup below it.
+		if err := bindReadOnly("/sys", filepath.Join(l.Root, "sys"), true); err != nil {
 			return err
 		}
 	}
@@ -113,6 +131,22 @@ func buildRootView(cfg Config, l Layout) (err error) {
 	// at their path.
 	if err := unix.Mount("tmpfs", filepath.Join(l.Root, l.Dir), "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0755"); err != nil {
 		return fmt.Errorf("hide the layers from the root view: %w", err)
+	}
+	covered := false
+	for _, d := range shared {
+		if err := unix.Mount(d, filepath.Join(l.Root, d), "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s into the view: %w", d, err)
+		}
+		covered = covered || within(cfg.Path, d)
+	}
+	// A workspace inside a shared dir (a batch's unpacked lower inside the
+	// output dir) is bound again on top, or the worker would see the real
+	// directory there. A tool's DetachShared takes this bind along and
+	// finds the first one again.
+	if covered {
+		if err := unix.Mount(cfg.Path, filepath.Join(l.Root, cfg.Path), "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind the workspace into the view: %w", err)
+		}
 	}
 	raw, err := json.Marshal(parts)
 	if err != nil {
@@ -190,10 +224,25 @@ func bindReadOnly(src, target string, recursive bool) error {
 	return nil
 }
 
-// EnterRoot makes root (a ToolRoot) the calling process's /, in a mount
-// namespace of its own that is already private, and changes to dir there.
-// The old root is detached, so nothing outside the view stays reachable.
-func EnterRoot(root, dir string) error {
+// enterView makes the view init's (and so the worker's) root, with a /proc
+// of init's PID namespace, and changes to dir there.
+func enterView(root, dir string) error {
+	if err := enterRoot(root); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc in the view: %w", err)
+	}
+	if err := unix.Chdir(dir); err != nil {
+		return fmt.Errorf("chdir %s in the view: %w", dir, err)
+	}
+	return nil
+}
+
+// enterRoot makes root the calling process's /, in a mount namespace of
+// its own that is already private. The old root is detached, so nothing
+// outside the view stays reachable.
+func enterRoot(root string) error {
 	if err := unix.Chdir(root); err != nil {
 		return fmt.Errorf("enter the root view: %w", err)
 	}
@@ -204,13 +253,7 @@ func EnterRoot(root, dir string) error {
 	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("detach the host's root: %w", err)
 	}
-	if dir == "" {
-		dir = "/"
-	}
-	if err := unix.Chdir(dir); err != nil {
-		return fmt.Errorf("chdir %s in the root view: %w", dir, err)
-	}
-	return nil
+	return unix.Chdir("/")
 }
 
 // OutsideChanges lists what the run changed outside the workspace, as

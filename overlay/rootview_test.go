@@ -95,7 +95,7 @@ func TestRootViewCapturesOutsideWrites(t *testing.T) {
 			readJSON(t, filepath.Join(f.scratch, "tool.json"), &tool)
 			if tc.noView != "" {
 				_, hostErr := os.Stat(added)
-				if tool["root"] != "" || !strings.Contains(tool["missing"], tc.noView) || hostErr != nil {
+				if tool["view"] != "false" || !strings.Contains(tool["missing"], tc.noView) || hostErr != nil {
 					t.Fatalf("tool %v, host file err %v; want no view, missing %q, and the write on the host", tool, hostErr, tc.noView)
 				}
 				if m := hostMountsAt(t, f.layout.Root); len(m) != 0 {
@@ -103,7 +103,7 @@ func TestRootViewCapturesOutsideWrites(t *testing.T) {
 				}
 				return
 			}
-			if tool["root"] != f.layout.Root || !strings.Contains(tool["out"], "changed 5") {
+			if tool["view"] != "true" || !strings.Contains(tool["out"], "changed 5") {
 				t.Fatalf("tool report %v", tool)
 			}
 			if diff := cmp.Diff(before, mustSnapshot(t, host)); diff != "" {

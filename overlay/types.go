@@ -76,6 +76,12 @@ type Options struct {
 	// Grace is how long Run waits after ctx is done and SIGTERM was sent
 	// before it kills the whole namespace; 0 means 5 seconds.
 	Grace time.Duration
+
+	// Shared are directories outside the workspace that the worker writes
+	// for real although it runs in the view of the whole tree (the state
+	// and output dirs). They are bound into the view; tools lose the binds
+	// (see ToolView), so their writes there land in the upper layer.
+	Shared []string
 }
 
 // Exit is how the worker ended.

@@ -101,9 +101,15 @@ func (r *run) runIsolated(ctx context.Context) error {
 	if err != nil {
 		return fail(result.InternalError, "request: %v", err)
 	}
+	// The worker runs in the overlay's view of the whole tree; its state and
+	// output dirs stay real (the tools' writes there do not).
+	if err := os.MkdirAll(outputRoot, 0o755); err != nil {
+		return fail(result.WorkspaceError, "output dir: %v", err)
+	}
 	var stdout bytes.Buffer
 	exit, runErr := overlay.Run(ctx, cfg, layout, overlay.Options{
 		Args: []string{"pvisor", ChildCommand}, Stdin: bytes.NewReader(raw), Stdout: &stdout, Stderr: os.Stderr,
+		Shared: []string{stateDir, outputRoot},
 	})
 	report, commitErr := overlay.Commit(cfg, layout)
 

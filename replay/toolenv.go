@@ -38,8 +38,10 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 			return iso, configErr("[overlaynet] mode = \"deny\" cannot be honoured: %s", missing)
 		}
 		meta["mechanisms"] = []string{}
-		if overlay.InNamespace() {
-			missing += "; they run outside the overlay of the whole tree, so shell commands' writes outside the workspace reach the host"
+		if _, view, why := overlay.ToolView(); view {
+			missing += "; in the overlay of the whole tree they keep pvisor's binds of its state and output dirs, so writes there are real"
+		} else if why != "" {
+			missing += "; " + why + ": writes outside the workspace reach the host"
 		}
 		meta["missing"] = missing
 		meta["data_limit_bytes"] = 0 // applied by the isolated init only
@@ -48,12 +50,12 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 	}
 	memory := r.memoryLimit(&iso, meta)
 	mechs := []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", memory, "group-killed-with-init"}
-	// In an overlay run the tools' writes outside the workspace land in an
-	// overlay of the whole tree, when the kernel let the worker build one.
-	if root, why := overlay.ToolRoot(); root != "" {
+	// In an overlay run, writes outside the workspace land in an overlay of
+	// the whole tree, when the kernel let init build one.
+	if _, view, why := overlay.ToolView(); view {
 		mechs = append(mechs, "root-overlay")
 	} else if why != "" {
-		meta["missing"] = why + ": shell commands' writes outside the workspace reach the host"
+		meta["missing"] = why + ": writes outside the workspace reach the host"
 	}
 	meta["mechanisms"] = mechs
 	return iso, nil

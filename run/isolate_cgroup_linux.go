@@ -47,33 +47,11 @@ func NewMemoryCgroup(limit uint64) (*MemoryCgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := fmt.Sprintf("%s%d-%08x", cgroupPrefix, os.Getpid(), rand.Uint32())
-	var c *MemoryCgroup
+	name := fmt.Sprintf("pvisor-%d-%08x", os.Getpid(), rand.Uint32())
 	if st.Type == unix.CGROUP2_SUPER_MAGIC {
-		c, err = newCgroupV2(ownCgroup(string(own), ""), name, limit)
-	} else {
-		c, err = newCgroupV1(ownCgroup(string(own), "memory"), name, limit)
+		return newCgroupV2(ownCgroup(string(own), ""), name, limit)
 	}
-	if err == nil {
-		removeStale(filepath.Dir(c.Dir))
-	}
-	return c, err
-}
-
-const cgroupPrefix = "pvisor-"
-
-// removeStale removes the empty cgroups that runs killed with SIGKILL left
-// behind (their tools died with them; a cgroup with processes cannot be
-// removed). A live pvisor's are recognised by its PID.
-func removeStale(parent string) {
-	dirs, _ := filepath.Glob(filepath.Join(parent, cgroupPrefix+"*-*"))
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), cgroupPrefix), "-", 2)[0])
-		if err != nil || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
-			continue
-		}
-		_ = os.Remove(d)
-	}
+	return newCgroupV1(ownCgroup(string(own), "memory"), name, limit)
 }
 
 // ownCgroup finds this process's path in /proc/self/cgroup for the v1

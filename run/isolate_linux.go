@@ -40,11 +40,6 @@ type Isolation struct {
 	// it before starting the tool, and a tool the OOM killer ends gets a
 	// line on its stderr that says so. DataLimit is then usually 0.
 	Memory *MemoryCgroup
-	// Shared are pvisor's own directories that tools write for it (the
-	// Runner's cwd files): bound into the overlay worker's view of the
-	// whole tree, so those writes reach pvisor instead of the view's upper
-	// layer. The Runner adds its temp dir.
-	Shared []string
 }
 
 // shimArg0 marks the re-executed init (see init); argv[0] rather than an
@@ -77,11 +72,10 @@ func init() {
 }
 
 // shimMain is PID 1 of one tool call's namespaces and never returns.
-// Args: pvisor-tool-init <data-limit> <net:0|1> <root> <dir> <cgroup>
-// <memory-limit> <shared> -- <path> <argv0> <args…>; root is the overlay
-// worker's view of the whole tree (overlay.ToolRoot) or "", dir the tool's
-// working directory, cgroup the run's MemoryCgroup directory or "", shared
-// the JSON list of Isolation.Shared.
+// Args: pvisor-tool-init <data-limit> <net:0|1> <shared> <cgroup>
+// <memory-limit> -- <path> <argv0> <args…>; shared is the JSON list of the
+// overlay worker's own binds to detach (overlay.ToolView), cgroup the run's
+// MemoryCgroup directory or "".
 // It starts the tool as PID 2, reports its exit on the status pipe, then
 // reaps until nothing is left, so processes the call leaves behind keep
 // running (and keep this init alive) until the Runner kills the group; when
@@ -101,19 +95,19 @@ func shim(args []string) int {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " "))
 		return exitShimSetup
 	}
-	if len(args) < 10 || args[7] != "--" {
+	if len(args) < 8 || args[5] != "--" {
 		return fail("bad arguments %q", args)
 	}
 	if _, err := strconv.ParseUint(args[0], 10, 64); err != nil {
 		return fail("bad data limit %q", args[0])
 	}
 	var memory *MemoryCgroup
-	if args[4] != "" {
-		memory = &MemoryCgroup{Dir: args[4], Version: 1}
-		if _, err := os.Stat(filepath.Join(args[4], "memory.events")); err == nil {
+	if args[3] != "" {
+		memory = &MemoryCgroup{Dir: args[3], Version: 1}
+		if _, err := os.Stat(filepath.Join(args[3], "memory.events")); err == nil {
 			memory.Version = 2
 		}
-		memory.Limit, _ = strconv.ParseUint(args[5], 10, 64)
+		memory.Limit, _ = strconv.ParseUint(args[4], 10, 64)
 		// Before anything else, so everything the call starts is counted.
 		if memory.Version == 1 {
 			if err := joinCgroup(memory.Dir); err != nil {
@@ -122,10 +116,10 @@ func shim(args []string) int {
 		}
 	}
 	var shared []string
-	if err := json.Unmarshal([]byte(args[6]), &shared); err != nil {
-		return fail("bad shared dirs %q", args[6])
+	if err := json.Unmarshal([]byte(args[2]), &shared); err != nil {
+		return fail("bad shared dirs %q", args[2])
 	}
-	if err := shimSetup(args[1] == "1", args[2], args[3], shared); err != nil {
+	if err := shimSetup(args[1] == "1", shared); err != nil {
 		return fail("%v", err)
 	}
 	// Handled, not ignored: ignored signals would stay ignored in the tool.
@@ -137,7 +131,7 @@ func shim(args []string) int {
 		}
 	}()
 	limit, _ := strconv.ParseUint(args[0], 10, 64)
-	cmd := &exec.Cmd{Path: args[8], Args: args[9:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: args[6], Args: args[7:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if limit > 0 {
 		// The tool stops right after its execve, before running any of its
 		// own code, so the limit binds its image but never this init's Go
@@ -194,25 +188,21 @@ func shim(args []string) int {
 	return 0
 }
 
-// shimSetup makes the namespaces private, enters the root view if there
-// is one, mounts /proc, and drops privileges, in that order: mounting
+// shimSetup makes the namespaces private, detaches the overlay worker's
+// own binds, mounts /proc, and drops privileges, in that order: mounting
 // needs CAP_SYS_ADMIN.
-func shimSetup(noNet bool, root, dir string, shared []string) error {
+func shimSetup(noNet bool, shared []string) error {
 	if os.Getpid() != 1 {
 		return fmt.Errorf("not PID 1 of a new PID namespace (pid %d)", os.Getpid())
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
-	if root != "" {
-		for _, d := range shared {
-			if err := unix.Mount(d, filepath.Join(root, d), "", unix.MS_BIND, ""); err != nil {
-				return fmt.Errorf("bind %s into the root view: %w", d, err)
-			}
-		}
-		if err := overlay.EnterRoot(root, dir); err != nil {
-			return err
-		}
+	// In an overlay worker's view of the whole tree, the state and output
+	// dirs are the worker's own binds; without them the tool's writes
+	// there land in the upper layer.
+	if err := overlay.DetachShared(shared); err != nil {
+		return err
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
@@ -357,18 +347,18 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
 		net = "1"
 		flags |= unix.CLONE_NEWNET
 	}
-	// Writes outside the workspace land in the overlay worker's view of the
-	// whole tree, entered once per call; mounted once per run.
-	root, _ := overlay.ToolRoot()
+	// The overlay worker's view of the whole tree is inherited; only its
+	// own binds go, once per call.
+	shared, _, _ := overlay.ToolView()
 	cg, memLimit := "", "0"
 	if iso.Memory != nil {
 		cg, memLimit = iso.Memory.Dir, strconv.FormatUint(iso.Memory.Limit, 10)
 	}
-	shared, _ := json.Marshal(iso.Shared)
-	if iso.Shared == nil {
-		shared = []byte("[]")
+	sharedArg, _ := json.Marshal(shared)
+	if shared == nil {
+		sharedArg = []byte("[]")
 	}
-	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, root, cmd.Dir, cg, memLimit, string(shared), "--", cmd.Path}, cmd.Args...)
+	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, string(sharedArg), cg, memLimit, "--", cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = "/proc/self/exe", args
 	cmd.ExtraFiles = []*os.File{status}
 	if cmd.SysProcAttr == nil {

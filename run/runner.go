@@ -3,7 +3,6 @@ package run
 import (
 	"context"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,8 +73,6 @@ func NewRunner(opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, fsErr("runner", opts.TempDir, err)
 	}
-	// Tools write the cwd files here, also from an overlay's view of the tree.
-	opts.Isolation.Shared = append(slices.Clone(opts.Isolation.Shared), tmp)
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{
 		opts:     opts,
