@@ -139,15 +139,32 @@ func (c *MemoryCgroup) Mechanism() string {
 
 // OOMKills is how many processes the OOM killer has ended in the cgroup.
 func (c *MemoryCgroup) OOMKills() uint64 {
+	f, err := c.openEvents()
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	return oomKills(f)
+}
+
+// openEvents opens the file that counts OOM kills: the tool init keeps it
+// open, because it detaches the cgroup file systems from the tool's view.
+func (c *MemoryCgroup) openEvents() (*os.File, error) {
 	file := "memory.events"
 	if c.Version == 1 {
 		file = "memory.oom_control"
 	}
-	data, err := os.ReadFile(filepath.Join(c.Dir, file))
-	if err != nil {
+	return os.Open(filepath.Join(c.Dir, file))
+}
+
+// oomKills reads the oom_kill count from an open events file, afresh.
+func oomKills(f *os.File) uint64 {
+	buf := make([]byte, 4096)
+	n, err := f.ReadAt(buf, 0)
+	if n == 0 && err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for _, line := range strings.Split(string(buf[:n]), "\n") {
 		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
 			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 			return n

@@ -102,6 +102,7 @@ func shim(args []string) int {
 		return fail("bad data limit %q", args[0])
 	}
 	var memory *MemoryCgroup
+	var events *os.File
 	if args[3] != "" {
 		memory = &MemoryCgroup{Dir: args[3], Version: 1}
 		if _, err := os.Stat(filepath.Join(args[3], "memory.events")); err == nil {
@@ -114,12 +115,16 @@ func shim(args []string) int {
 				return fail("%v", err)
 			}
 		}
+		var err error
+		if events, err = memory.openEvents(); err != nil {
+			return fail("memory cgroup: %v", err)
+		}
 	}
 	var shared []string
 	if err := json.Unmarshal([]byte(args[2]), &shared); err != nil {
 		return fail("bad shared dirs %q", args[2])
 	}
-	if err := shimSetup(args[1] == "1", shared); err != nil {
+	if err := shimSetup(args[1] == "1", shared, memory != nil); err != nil {
 		return fail("%v", err)
 	}
 	// Handled, not ignored: ignored signals would stay ignored in the tool.
@@ -151,7 +156,7 @@ func shim(args []string) int {
 	var oomBefore uint64
 	var stderr *os.File
 	if memory != nil {
-		oomBefore = memory.OOMKills()
+		oomBefore = oomKills(events)
 		if fd, err := unix.Dup(2); err == nil {
 			stderr = os.NewFile(uintptr(fd), "tool-stderr")
 		}
@@ -170,7 +175,7 @@ func shim(args []string) int {
 		sig = int(ws.Signal())
 	}
 	if stderr != nil {
-		if sig == int(unix.SIGKILL) && memory.OOMKills() > oomBefore {
+		if sig == int(unix.SIGKILL) && oomKills(events) > oomBefore {
 			// Nothing else tells the tool's reader why it died.
 			fmt.Fprintf(stderr, "pvisor: the tool was killed: the run's memory limit (%d bytes, %s) was reached\n", memory.Limit, memory.Mechanism())
 		}
@@ -189,9 +194,10 @@ func shim(args []string) int {
 }
 
 // shimSetup makes the namespaces private, detaches the overlay worker's
-// own binds, mounts /proc, and drops privileges, in that order: mounting
+// own binds (and the cgroup file systems when the tool has a memory
+// cgroup), mounts /proc, and drops privileges, in that order: mounting
 // needs CAP_SYS_ADMIN.
-func shimSetup(noNet bool, shared []string) error {
+func shimSetup(noNet bool, shared []string, hideCgroups bool) error {
 	if os.Getpid() != 1 {
 		return fmt.Errorf("not PID 1 of a new PID namespace (pid %d)", os.Getpid())
 	}
@@ -203,6 +209,13 @@ func shimSetup(noNet bool, shared []string) error {
 	// there land in the upper layer.
 	if err := overlay.DetachShared(shared); err != nil {
 		return err
+	}
+	// Root may write cgroup files whatever its capabilities: without them
+	// in sight a tool cannot leave the run's memory cgroup.
+	if hideCgroups {
+		if err := unix.Unmount("/sys/fs/cgroup", unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+			return fmt.Errorf("detach /sys/fs/cgroup: %w", err)
+		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)

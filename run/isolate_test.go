@@ -235,9 +235,11 @@ func TestIsolationMemoryCgroup(t *testing.T) {
 	if strings.Contains(res.Stdout.String(), "200000000") {
 		t.Errorf("a 200 MB string fit in a 64 MiB cgroup")
 	}
-	res, err = r.Shell(context.Background(), ShellRequest{Command: `cat /proc/self/cgroup`, Dir: "/"})
-	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout.String(), filepath.Base(cg.Dir)) {
-		t.Errorf("next call: %v, exit %d, cgroup %q; want it in %s", err, res.ExitCode, res.Stdout.String(), cg.Dir)
+	// The next call runs, and cannot leave the cgroup: the cgroup file
+	// systems are not in its view.
+	res, err = r.Shell(context.Background(), ShellRequest{Command: `for f in /sys/fs/cgroup/memory/cgroup.procs /sys/fs/cgroup/cgroup.procs; do echo $$ > $f; done 2>/dev/null; ls /sys/fs/cgroup | wc -l; cat /proc/self/cgroup`, Dir: "/"})
+	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout.String(), filepath.Base(cg.Dir)) || !strings.HasPrefix(res.Stdout.String(), "0\n") {
+		t.Errorf("next call: %v, exit %d, output %q; want no cgroup fs and still in %s", err, res.ExitCode, res.Stdout.String(), cg.Dir)
 	}
 	r.Close()
 	if err := cg.Close(); err != nil {
