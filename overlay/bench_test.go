@@ -4,9 +4,12 @@ package overlay
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -95,4 +98,78 @@ func BenchmarkRunRoundTrip(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed())/float64(plain), "x_plain_reexec")
 	b.ReportMetric(float64(b.Elapsed())/float64(namespaced), "x_ns_reexec")
+}
+
+// BenchmarkRootView is what the view of the whole tree costs: per tool
+// call, a process in new mount and PID namespaces that mounts /proc and
+// execs true, started by a worker in the view (so it also detaches the
+// shared binds) against one without it (today's overlay), in alternating
+// rounds; per run, Run of a worker that exits at once with the view built
+// (and dropped) against without it. Medians.
+func BenchmarkRootView(b *testing.B) {
+	requireOverlay(b)
+	f := &fixture{base: b.TempDir()}
+	f.ws, f.scratch = filepath.Join(f.base, "ws"), filepath.Join(f.base, "scratch")
+	writeTree(b, f.base, map[string]string{"ws/a": "a", "scratch/": ""})
+	f.cfg = Config{Path: f.ws}
+	var noView, view []time.Duration
+	for i := range b.N {
+		f.layout = NewLayout(filepath.Join(f.base, "state", strconv.Itoa(i)))
+		// Alternating which goes first, so load from other processes hits
+		// both alike.
+		for j := range 2 {
+			off := (i+j)%2 == 0
+			var env []string
+			if off {
+				env = []string{envNoRoot + "=1"}
+			}
+			start := time.Now()
+			if e, err := f.run(context.Background(), env, "noop"); err != nil || e != (Exit{}) {
+				b.Fatalf("Run = %+v, %v\n%s", e, err, f.stderr.String())
+			}
+			if off {
+				noView = append(noView, time.Since(start))
+			} else {
+				view = append(view, time.Since(start))
+			}
+			if _, err := Commit(Config{Path: f.ws, Commit: CommitDrop}, f.layout); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// Calls: rounds of a worker without the view and one in it, each
+	// starting tools the way the run package's init does.
+	var callsPlain, callsView []time.Duration
+	for round := range 6 {
+		for _, off := range []bool{round%2 == 0, round%2 != 0} {
+			f.layout = NewLayout(filepath.Join(f.base, "state", fmt.Sprintf("calls-%d-%v", round, off)))
+			var env []string
+			if off {
+				env = []string{envNoRoot + "=1"}
+			}
+			if e, err := f.run(context.Background(), env, "toolbench", "10", "calls.json"); err != nil || e != (Exit{}) {
+				b.Fatalf("Run = %+v, %v\n%s", e, err, f.stderr.String())
+			}
+			var times []time.Duration
+			readJSON(b, filepath.Join(f.scratch, "calls.json"), &times)
+			if off {
+				callsPlain = append(callsPlain, times...)
+			} else {
+				callsView = append(callsView, times...)
+			}
+		}
+	}
+	plainP50, viewP50 := median(callsPlain), median(callsView)
+	b.ReportMetric(float64(viewP50)/1e6, "call-view-p50-ms")
+	b.ReportMetric(float64(plainP50)/1e6, "call-plain-p50-ms")
+	b.ReportMetric(float64(viewP50)/float64(plainP50), "call_view/plain")
+	b.ReportMetric(float64(median(view))/1e6, "run-view-p50-ms")
+	b.ReportMetric(float64(median(noView))/1e6, "run-noview-p50-ms")
+	b.ReportMetric(float64(median(view))/float64(median(noView)), "run_view/noview")
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

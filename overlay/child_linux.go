@@ -36,6 +36,12 @@ type spec struct {
 	// ParentMntNS is the parent's mount namespace ("mnt:[inode]"); init
 	// refuses to mount when its own is the same.
 	ParentMntNS string `json:"parent_mnt_ns"`
+	// Shared are Options.Shared, real paths.
+	Shared []string `json:"shared,omitempty"`
+	// View is set for the worker when it runs in the view of the whole
+	// tree; RootMissing says why not otherwise.
+	View        bool   `json:"view,omitempty"`
+	RootMissing string `json:"root_missing,omitempty"`
 }
 
 // event is one line on the status pipe from init to Run.
@@ -51,7 +57,7 @@ type event struct {
 var childSpec *spec
 
 // initHook lets tests interfere with init at a given point ("mount",
-// "mounted", "started"); nil in production.
+// "mounted", "root", "started"); nil in production.
 var initHook func(point string)
 
 // makePrivate is false only in a test's control run, which shows that the
@@ -122,7 +128,7 @@ func runInit(s *spec) int {
 	}
 	cwd, cwdErr := unix.Getwd()
 	hook("mount")
-	if err := mountOverlay(s.Config, s.Layout); err != nil {
+	if err := mountOverlay(s.Config, s.Layout, s.Config.Path); err != nil {
 		return fail("mount", err)
 	}
 	hook("mounted")
@@ -133,10 +139,31 @@ func runInit(s *spec) int {
 		}
 	}
 
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwardedSignals...)
 	w := *s
 	w.Stage = stageWorker
+	switch {
+	case s.Layout.Root == "":
+	case rootViewOff:
+		w.RootMissing = "the view of the whole tree was switched off"
+	default:
+		hook("root")
+		if err := buildRootView(s.Config, s.Layout, s.Shared); err != nil {
+			w.RootMissing = "no overlay of the file tree outside the workspace (" + err.Error() + ")"
+			break
+		}
+		// Past this point the old root is gone: a failure ends the run.
+		dir := "/"
+		if cwdErr == nil {
+			dir = cwd
+		}
+		if err := enterView(s.Layout.Root, dir); err != nil {
+			return fail("mount", err)
+		}
+		w.View = true
+	}
+
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwardedSignals...)
 	proc, err := startWorker(&w)
 	if err != nil {
 		return fail("start", err)

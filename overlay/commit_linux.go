@@ -19,7 +19,8 @@ import (
 // guarantees that nothing writes to the upper layer any more.
 //
 //   - manual: nothing moves; Report.Upper says where the changes are.
-//   - drop: the layers are removed; the workspace was never written.
+//   - drop: the layers are removed; the workspace was never written, and
+//     nothing the tools wrote outside it (Report.Outside) remains.
 //   - apply: each change is copied into cfg.Path (never into a compose
 //     layer) with its mode, owner, times and extended attributes, files
 //     replaced by rename; then the layers are removed. A path that only a
@@ -51,7 +52,19 @@ func Commit(cfg Config, l Layout) (Report, error) {
 	if err != nil {
 		return Report{Mode: mode, Upper: l.Upper}, fmt.Errorf("%w; nothing was committed, the layers are in %s", err, l.Dir)
 	}
-	rep := Report{Mode: mode, Changes: changes}
+	outside, err := OutsideChanges(l)
+	if err != nil {
+		return Report{Mode: mode, Upper: l.Upper}, fmt.Errorf("%w; nothing was committed, the layers are in %s", err, l.Dir)
+	}
+	rep := Report{Mode: mode, Changes: changes, Outside: outside}
+	// Changes outside the workspace are never applied to the host: only
+	// drop removes them, the other modes leave them for inspection.
+	keepOutside := mode != CommitDrop && len(outside) > 0
+	if keepOutside {
+		rep.OutsideUpper = l.RootUpper
+	} else if err := removeRootLayers(l); err != nil {
+		return rep, fmt.Errorf("overlayfs: remove layers: %w; delete %s by hand", err, l.Dir)
+	}
 	switch mode {
 	case CommitManual:
 		rep.Upper = l.Upper

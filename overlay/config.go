@@ -57,6 +57,15 @@ type Layout struct {
 	Dir   string `json:"dir"`
 	Upper string `json:"upper"`
 	Work  string `json:"work"`
+	// Root is where init mounts the view of the whole file tree that the
+	// worker and its tools run in (see the package doc,
+	// "Outside the workspace"). RootUpper and RootWork hold one numbered
+	// upper and work directory per filesystem captured there; RootParts
+	// lists which filesystem each number is.
+	Root      string `json:"root"`
+	RootUpper string `json:"root_upper"`
+	RootWork  string `json:"root_work"`
+	RootParts string `json:"root_parts"`
 }
 
 // NewLayout places the layers under <stateDir>/overlayfs. A relative state
@@ -71,5 +80,10 @@ func NewLayout(stateDir string) Layout {
 		Dir:   dir,
 		Upper: filepath.Join(dir, "upper"),
 		Work:  filepath.Join(dir, "work"),
+
+		Root:      filepath.Join(dir, "root"),
+		RootUpper: filepath.Join(dir, "root-upper"),
+		RootWork:  filepath.Join(dir, "root-work"),
+		RootParts: filepath.Join(dir, "root-parts.json"),
 	}
 }

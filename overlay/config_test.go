@@ -42,6 +42,11 @@ func TestNewLayout(t *testing.T) {
 		Dir:   filepath.Join(wd, "state/overlayfs"),
 		Upper: filepath.Join(wd, "state/overlayfs/upper"),
 		Work:  filepath.Join(wd, "state/overlayfs/work"),
+
+		Root:      filepath.Join(wd, "state/overlayfs/root"),
+		RootUpper: filepath.Join(wd, "state/overlayfs/root-upper"),
+		RootWork:  filepath.Join(wd, "state/overlayfs/root-work"),
+		RootParts: filepath.Join(wd, "state/overlayfs/root-parts.json"),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("NewLayout (-want +got):\n%s", diff)
@@ -57,8 +62,8 @@ func TestParseMountinfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []mountEntry{
-		{MountPoint: "/proc", FSType: "proc", Source: "proc", SuperOpts: "rw"},
-		{MountPoint: `/tmp/a b\c`, FSType: "overlay", Source: "pvisor", SuperOpts: "rw,lowerdir=/x y,upperdir=/u"},
+		{MountPoint: "/proc", MountOpts: "rw,relatime", FSType: "proc", Source: "proc", SuperOpts: "rw"},
+		{MountPoint: `/tmp/a b\c`, MountOpts: "rw,relatime", FSType: "overlay", Source: "pvisor", SuperOpts: "rw,lowerdir=/x y,upperdir=/u"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("parseMountinfo (-want +got):\n%s", diff)

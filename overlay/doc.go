@@ -48,6 +48,24 @@
 // configuration there. The worker's environment no longer holds the marker
 // variable, so processes it starts behave normally.
 //
+// # Outside the workspace
+//
+// Before starting the worker, init also mounts at Layout.Root a view of
+// the whole file tree (buildRootView) and makes it its root (pivot_root),
+// so the worker and everything it starts run in it: / and every other
+// writable filesystem of the mount table as an overlay with its own upper
+// layer under Layout.RootUpper, read-only filesystems and file bind mounts
+// bound read-only, /dev and /sys bound read-only, a fresh /proc, the merged
+// workspace bound at its path, and Layout.Dir hidden under an empty
+// read-only tmpfs. Options.Shared (the state and output dirs) are bound in
+// for real on top, so pvisor's own files are real; a replayed tool's init
+// detaches them in its own mount namespace (ToolView, DetachShared), so the
+// tool's writes there land in the upper layer. OutsideChanges lists the
+// view's changes with absolute paths; Commit reports them and never
+// applies them (drop removes them). When the kernel refuses part of the
+// view, nothing of it stays mounted, the worker runs in the real tree as
+// before, and ToolView says why.
+//
 // # Reading the upper layer
 //
 // Changes compares the upper layer with the lower stack: added and modified

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,6 +31,10 @@ const (
 	envOuter     = "OVERLAY_TEST_OUTER"      // propagation helper, see TestMountDoesNotPropagate
 	envPlain     = "OVERLAY_TEST_PLAIN"      // benchmark baseline: exit at once
 	envRunner    = "OVERLAY_TEST_RUNNER"     // a pvisor that calls Run, to be killed
+	envTool      = "OVERLAY_TEST_TOOL"       // a replayed tool: detaches these shared binds, writes its args
+	envToolView  = "OVERLAY_TEST_TOOL_VIEW"  // the layout whose layers the tool must not reach
+	envNoRoot    = "OVERLAY_TEST_NO_ROOT"    // init builds no root view (control run)
+	envBreakRoot = "OVERLAY_TEST_BREAK_ROOT" // the kernel refuses the root view's overlay
 )
 
 // TestMain is also the main of every re-executed child: the test binary is
@@ -37,6 +42,9 @@ const (
 func TestMain(m *testing.M) {
 	if os.Getenv(envPlain) != "" {
 		os.Exit(0)
+	}
+	if shared, ok := os.LookupEnv(envTool); ok {
+		os.Exit(toolHelper(shared, os.Args[1:]))
 	}
 	if IsChild() {
 		installInitHooks()
@@ -55,11 +63,19 @@ func installInitHooks() {
 	scratch := os.Getenv(envScratch)
 	if os.Getenv(envNoPrivate) != "" {
 		makePrivate = false
+		rootViewOff = true // pivot_root refuses a shared mount
+	}
+	if os.Getenv(envNoRoot) != "" {
+		rootViewOff = true
 	}
 	initHook = func(point string) {
 		switch {
 		case point == "mount" && os.Getenv(envBreakInit) != "":
 			os.RemoveAll(childSpec.Layout.Upper)
+		case point == "root" && os.Getenv(envBreakRoot) != "":
+			// A file where the first work dir goes: the mount fails.
+			os.MkdirAll(childSpec.Layout.RootWork, 0o700)
+			os.WriteFile(filepath.Join(childSpec.Layout.RootWork, "0"), nil, 0o600)
 		case point == "started" && os.Getenv(envPanicInit) != "":
 			waitFile(filepath.Join(scratch, "ready"), 20*time.Second)
 			panic("init panics on purpose")
@@ -112,6 +128,39 @@ func runScenario(args []string) int {
 			return fail(err)
 		}
 		return exitOnErr(writeJSON(filepath.Join(scratch, "merged.json"), snap), fail)
+	case "tool": // a tool in its own mount namespace writes args[1:]
+		shared, view, missing := ToolView()
+		raw, _ := json.Marshal(shared)
+		_, layout, _ := Current()
+		rawLayout, _ := json.Marshal(layout)
+		tool := exec.Command("/proc/self/exe", args[1:]...)
+		tool.Env = append(os.Environ(), envTool+"="+string(raw))
+		if view {
+			tool.Env = append(tool.Env, envToolView+"="+string(rawLayout))
+		}
+		tool.Dir = ws
+		tool.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+		out, err := tool.CombinedOutput()
+		if err != nil {
+			return fail(fmt.Errorf("tool: %v: %s", err, out))
+		}
+		return exitOnErr(writeJSON(filepath.Join(scratch, "tool.json"), map[string]string{"view": fmt.Sprint(view), "missing": missing, "out": string(out)}), fail)
+	case "toolbench": // args[1] tool calls, timed into scratch/args[2]
+		n, _ := strconv.Atoi(args[1])
+		shared, _, _ := ToolView()
+		raw, _ := json.Marshal(shared)
+		var times []time.Duration
+		for range n {
+			start := time.Now()
+			tool := exec.Command("/proc/self/exe", "true")
+			tool.Env = append(os.Environ(), envTool+"="+string(raw))
+			tool.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID}
+			if out, err := tool.CombinedOutput(); err != nil {
+				return fail(fmt.Errorf("%v: %s", err, out))
+			}
+			times = append(times, time.Since(start))
+		}
+		return exitOnErr(writeJSON(filepath.Join(scratch, args[2]), times), fail)
 	case "compose":
 		seen := map[string]string{}
 		for _, name := range []string{"a.txt", "c-only.txt", "lib/util.txt"} {
@@ -158,6 +207,55 @@ func runScenario(args []string) int {
 		return 92
 	}
 	return fail(errors.New("unknown scenario"))
+}
+
+// toolHelper does what run's tool init does in a view (detach the
+// worker's shared binds), then changes each path in args ("rm:path"
+// removes it) and tries to write into the layers (hidden: it must fail).
+// It reports on stdout: files it wrote would land in the view.
+func toolHelper(shared string, args []string) int {
+	runtime.LockOSThread()
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		fmt.Println("private:", err)
+		return 1
+	}
+	var dirs []string
+	json.Unmarshal([]byte(shared), &dirs)
+	if err := DetachShared(dirs); err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	if len(args) == 1 && args[0] == "true" { // a tool call as the benchmark times it
+		if err := unix.Mount("proc", "/proc", "proc", 0, ""); err != nil {
+			fmt.Println("proc:", err)
+			return 1
+		}
+		err := unix.Exec("/bin/true", []string{"true"}, nil)
+		fmt.Println(err)
+		return 1
+	}
+	if os.Getenv(envToolView) != "" {
+		l := Layout{}
+		json.Unmarshal([]byte(os.Getenv(envToolView)), &l)
+		if err := os.WriteFile(filepath.Join(l.RootUpper, "upper-reached"), nil, 0o644); err == nil {
+			fmt.Println("wrote into the layers")
+			return 1
+		}
+	}
+	for _, p := range args {
+		var err error
+		if rm, ok := strings.CutPrefix(p, "rm:"); ok {
+			err = os.Remove(rm)
+		} else {
+			err = os.WriteFile(p, []byte("tool\n"), 0o644)
+		}
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
+	fmt.Println("changed", len(args))
+	return 0
 }
 
 func exitOnErr(err error, fail func(error) int) int {

@@ -34,7 +34,7 @@ func Mount(cfg Config, l Layout) error {
 	if err := requirePrivateNamespace(); err != nil {
 		return err
 	}
-	return mountOverlay(cfg, l)
+	return mountOverlay(cfg, l, cfg.Path)
 }
 
 // Unmount removes the overlay mounted at path by Mount, lazily if it is busy.
@@ -80,10 +80,10 @@ func requirePrivateNamespace() error {
 	return nil
 }
 
-// mountOverlay does the mount. Every layer is opened first and named by its
+// mountOverlay mounts cfg's layers over target. Every layer is opened first and named by its
 // /proc/self/fd link: that avoids overlayfs's ':' and ',' escaping rules and
 // fsconfig's 256-byte limit per value, whatever the real paths look like.
-func mountOverlay(cfg Config, l Layout) error {
+func mountOverlay(cfg Config, l Layout, target string) error {
 	var fds []int
 	defer func() {
 		for _, fd := range fds {
@@ -126,12 +126,12 @@ func mountOverlay(cfg Config, l Layout) error {
 	}
 	flags := inheritedFlags(cfg.Path)
 	if !useLegacyMount {
-		err = mountFsopen(cfg.Path, opts, flags)
+		err = mountFsopen(target, opts, flags)
 		if !errors.Is(err, unix.ENOSYS) {
 			return err
 		}
 	}
-	return mountLegacy(cfg.Path, opts, flags)
+	return mountLegacy(target, opts, flags)
 }
 
 // inheritedFlags keeps nosuid, nodev and noexec of the mount that holds the
@@ -227,5 +227,14 @@ func mountErr(target, step string, err error, klog string) error {
 	case errors.Is(err, unix.ENODEV):
 		msg += ": the kernel has no overlay filesystem; load it with `modprobe overlay`"
 	}
-	return errors.New(msg)
+	return &mountError{msg: msg, err: err}
 }
+
+// mountError keeps the errno for callers that explain it differently.
+type mountError struct {
+	msg string
+	err error
+}
+
+func (e *mountError) Error() string { return e.msg }
+func (e *mountError) Unwrap() error { return e.err }

@@ -11,6 +11,7 @@ import (
 // mountEntry is the part of one /proc/<pid>/mountinfo line this package needs.
 type mountEntry struct {
 	MountPoint string
+	MountOpts  string // per-mount options, e.g. "ro,nosuid"
 	FSType     string
 	Source     string
 	SuperOpts  string
@@ -49,6 +50,7 @@ func parseMountinfo(r io.Reader) ([]mountEntry, error) {
 		}
 		e := mountEntry{
 			MountPoint: unescapeMountinfo(head[4]),
+			MountOpts:  head[5],
 			FSType:     tail[0],
 			Source:     unescapeMountinfo(tail[1]),
 		}

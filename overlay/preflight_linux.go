@@ -99,6 +99,11 @@ func checkLayout(cfg Config, l Layout) error {
 	} else if !empty {
 		return preflightErr("upper", "upper dir %s holds changes from an earlier run: commit or drop them first, or use a new --state-dir", l.Upper)
 	}
+	if empty, err := dirEmptyOrMissing(l.RootUpper); err != nil {
+		return preflightErr("upper", "cannot read upper dir: %v", err)
+	} else if !empty {
+		return preflightErr("upper", "upper dir %s holds changes outside the workspace from an earlier run: inspect and delete it, or use a new --state-dir", l.RootUpper)
+	}
 	return nil
 }
 

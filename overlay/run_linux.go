@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 
@@ -53,7 +54,17 @@ func Run(ctx context.Context, cfg Config, l Layout, o Options) (Exit, error) {
 	if err != nil {
 		return Exit{}, fmt.Errorf("overlayfs: read mount namespace: %w", err)
 	}
-	raw, err := json.Marshal(spec{Stage: stageInit, Config: cfg, Layout: l, ParentMntNS: parentNS})
+	shared := make([]string, 0, len(o.Shared))
+	for _, d := range o.Shared {
+		real, err := realPath(d)
+		if err != nil {
+			return Exit{}, fmt.Errorf("overlayfs: shared dir: %w", err)
+		}
+		shared = append(shared, real)
+	}
+	// Parents first: a state dir inside the output dir is bound over it.
+	slices.Sort(shared)
+	raw, err := json.Marshal(spec{Stage: stageInit, Config: cfg, Layout: l, ParentMntNS: parentNS, Shared: shared})
 	if err != nil {
 		return Exit{}, err
 	}

@@ -127,6 +127,7 @@ func newFixture(t *testing.T, files map[string]string) *fixture {
 func (f *fixture) run(ctx context.Context, extraEnv []string, args ...string) (Exit, error) {
 	env := append(childEnv(), envScratch+"="+f.scratch)
 	return Run(ctx, f.cfg, f.layout, Options{
+		Shared: []string{f.scratch},
 		Args:   append([]string{"pvisor-test"}, args...),
 		Env:    append(env, extraEnv...),
 		Dir:    f.ws,

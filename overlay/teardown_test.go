@@ -130,7 +130,7 @@ func runnerHelper(raw string) int {
 		return 1
 	}
 	env := append(withoutVar(childEnv(), envRunner), envScratch+"="+f.Scratch)
-	_, err := Run(context.Background(), Config{Path: f.WS}, NewLayout(f.State), Options{Args: []string{"x", "linger", "wait"}, Env: env, Stderr: os.Stderr})
+	_, err := Run(context.Background(), Config{Path: f.WS}, NewLayout(f.State), Options{Args: []string{"x", "linger", "wait"}, Env: env, Stderr: os.Stderr, Shared: []string{f.Scratch}})
 	fmt.Fprintln(os.Stderr, "Run returned:", err)
 	return 1
 }
@@ -211,7 +211,7 @@ func outerHelper(raw string) int {
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := Run(context.Background(), Config{Path: ws}, NewLayout(s.State), Options{Args: []string{"x", "isolate"}, Env: env, Dir: ws})
+		_, err := Run(context.Background(), Config{Path: ws}, NewLayout(s.State), Options{Args: []string{"x", "isolate"}, Env: env, Dir: ws, Shared: []string{s.Scratch}})
 		done <- err
 	}()
 	if !waitFile(filepath.Join(s.Scratch, "ready"), 20*time.Second) {

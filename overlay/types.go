@@ -52,6 +52,11 @@ type Report struct {
 	// Upper is where the changes still are: set for manual, and for apply
 	// when it stopped on an error; empty once the layer has been removed.
 	Upper string `json:"upper,omitempty"`
+	// Outside are the changes tools made outside the workspace, in the
+	// root view; Path is absolute. They are never applied: apply and
+	// manual keep them in OutsideUpper, drop removes them.
+	Outside      []Change `json:"outside_changes,omitempty"`
+	OutsideUpper string   `json:"outside_upper,omitempty"`
 }
 
 // Options describe the process Run starts inside the isolated view. Run
@@ -71,6 +76,12 @@ type Options struct {
 	// Grace is how long Run waits after ctx is done and SIGTERM was sent
 	// before it kills the whole namespace; 0 means 5 seconds.
 	Grace time.Duration
+
+	// Shared are directories outside the workspace that the worker writes
+	// for real although it runs in the view of the whole tree (the state
+	// and output dirs). They are bound into the view; tools lose the binds
+	// (see ToolView), so their writes there land in the upper layer.
+	Shared []string
 }
 
 // Exit is how the worker ended.

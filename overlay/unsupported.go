@@ -21,6 +21,9 @@ func Mount(Config, Layout) error                     { return errUnsupported }
 func Unmount(string) error                           { return errUnsupported }
 func Changes(Config, Layout) ([]Change, error)       { return nil, errUnsupported }
 func Commit(Config, Layout) (Report, error)          { return Report{}, errUnsupported }
+func ToolView() ([]string, bool, string)             { return nil, false, "" }
+func DetachShared([]string) error                    { return errUnsupported }
+func OutsideChanges(Layout) ([]Change, error)        { return nil, errUnsupported }
 
 func Run(context.Context, Config, Layout, Options) (Exit, error) {
 	return Exit{}, errUnsupported

@@ -52,6 +52,9 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if iso.Memory != nil {
+		defer iso.Memory.Close() // after the session's Close killed the tools
+	}
 	sess, err := rp.NewToolSession(trajectory.ToolEnv{
 		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Version: p.Trajectory.Version, Env: r.toolEnv(), LogDir: logDir,
 		Isolation: iso,

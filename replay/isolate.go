@@ -97,9 +97,15 @@ func (r *run) runIsolated(ctx context.Context) error {
 	if err != nil {
 		return fail(result.InternalError, "request: %v", err)
 	}
+	// The worker runs in the overlay's view of the whole tree; its state and
+	// output dirs stay real (the tools' writes there do not).
+	if err := os.MkdirAll(outputRoot, 0o755); err != nil {
+		return fail(result.WorkspaceError, "output dir: %v", err)
+	}
 	var stdout bytes.Buffer
 	exit, runErr := overlay.Run(ctx, cfg, layout, overlay.Options{
 		Args: []string{"pvisor", ChildCommand}, Stdin: bytes.NewReader(raw), Stdout: &stdout, Stderr: os.Stderr,
+		Shared: []string{stateDir, outputRoot},
 	})
 	report, commitErr := overlay.Commit(cfg, layout)
 
@@ -113,7 +119,20 @@ func (r *run) runIsolated(ctx context.Context) error {
 	if report.Upper != "" {
 		meta["upper"] = report.Upper
 	}
+	if len(report.Outside) > 0 {
+		// Never applied: the host outside the workspace stays as it was.
+		meta["outside_changes"] = report.Outside
+		meta["outside_applied"] = false
+		if report.OutsideUpper != "" {
+			meta["outside_upper"] = report.OutsideUpper
+		}
+	}
 	r.res.Metadata["overlayfs"] = meta
+	if mode == overlay.CommitApply && len(report.Outside) > 0 && r.res.Failure == nil {
+		// The workspace got the run's changes, the rest of the machine did
+		// not: what was applied may not work here as it did in the replay.
+		r.degradeChild(fmt.Sprintf("%d change(s) outside the workspace were not applied (see overlayfs.outside_changes; kept in %s)", len(report.Outside), report.OutsideUpper))
+	}
 	switch {
 	case runErr != nil && r.res.Failure == nil:
 		return fail(result.WorkspaceError, "%v", runErr)
@@ -126,6 +145,21 @@ func (r *run) runIsolated(ctx context.Context) error {
 		r.writeOutputs()
 	}
 	return nil
+}
+
+// degradeChild marks the worker's result degraded, keeping its reasons.
+func (r *run) degradeChild(reason string) {
+	if reasons, ok := r.res.Metadata["quality_reasons"].([]any); ok {
+		for _, x := range reasons {
+			if s, ok := x.(string); ok {
+				r.degraded = append(r.degraded, s)
+			}
+		}
+	}
+	r.degrade(reason)
+	if r.res.Quality == result.QualityVerified {
+		r.res.Quality = result.QualityDegraded
+	}
 }
 
 // lockDir takes an exclusive lock on dir/name, held until the file is

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pvisor/pvisor/overlay"
 	toolrun "github.com/pvisor/pvisor/run"
 )
 
@@ -37,13 +38,57 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 			return iso, configErr("[overlaynet] mode = \"deny\" cannot be honoured: %s", missing)
 		}
 		meta["mechanisms"] = []string{}
+		if _, view, why := overlay.ToolView(); view {
+			missing += "; in the overlay of the whole tree they keep pvisor's binds of its state and output dirs, so writes there are real"
+		} else if why != "" {
+			missing += "; " + why + ": writes outside the workspace reach the host"
+		}
 		meta["missing"] = missing
 		meta["data_limit_bytes"] = 0 // applied by the isolated init only
 		meta["network"] = "host"
 		return toolrun.Isolation{}, nil
 	}
-	meta["mechanisms"] = []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", "rlimit-data", "group-killed-with-init"}
+	memory := r.memoryLimit(&iso, meta)
+	mechs := []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", memory, "group-killed-with-init"}
+	// In an overlay run, writes outside the workspace land in an overlay of
+	// the whole tree, when the kernel let init build one.
+	if _, view, why := overlay.ToolView(); view {
+		mechs = append(mechs, "root-overlay")
+	} else if why != "" {
+		meta["missing"] = why + ": writes outside the workspace reach the host"
+	}
+	meta["mechanisms"] = mechs
 	return iso, nil
+}
+
+// toolMemoryLimit caps the memory of all of a run's tools together when a
+// memory cgroup is available (DefaultToolDataLimit per process otherwise).
+// A variable so that tests can make a tool exceed it.
+var toolMemoryLimit uint64 = 8 << 30
+
+// memoryLimit gives iso a per-run memory cgroup (v2, else v1) in place of
+// RLIMIT_DATA when this system has one that works, records which limit
+// applies, and returns its mechanism name. The cgroup is removed by
+// closeMemory at the end of the run.
+func (r *run) memoryLimit(iso *toolrun.Isolation, meta map[string]any) string {
+	limit := map[string]any{"mechanism": "rlimit-data", "bytes": iso.DataLimit, "scope": "each tool process"}
+	meta["memory_limit"] = limit
+	cg, err := toolrun.NewMemoryCgroup(toolMemoryLimit)
+	if err == nil {
+		probe := *iso
+		probe.Memory = cg
+		if err = probe.Probe(); err != nil {
+			cg.Close()
+		}
+	}
+	if err != nil {
+		limit["cgroup_missing"] = err.Error()
+		return "rlimit-data"
+	}
+	iso.Memory, iso.DataLimit = cg, 0
+	meta["data_limit_bytes"] = 0
+	limit["mechanism"], limit["bytes"], limit["scope"] = cg.Mechanism(), cg.Limit, "all of the run's tools together"
+	return cg.Mechanism()
 }
 
 // secretMarkers are substrings of variable names never handed to tools

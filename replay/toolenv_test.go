@@ -2,10 +2,14 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+
+	toolrun "github.com/pvisor/pvisor/run"
 )
 
 // --inherit-env passes the environment minus anything that looks like a
@@ -61,5 +65,47 @@ func TestVersionProbeHomeIsIsolated(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(state, "version-probe", p)); err != nil {
 			t.Errorf("%s: %v", p, err)
 		}
+	}
+}
+
+// A replayed tool that allocates past the run's memory cgroup is killed;
+// the fresh observation says why, the result names the limit, and the run
+// still ends with a result.
+func TestToolMemoryLimitKillsTool(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("tool isolation needs root")
+	}
+	if cg, err := toolrun.NewMemoryCgroup(1 << 30); err != nil {
+		t.Skipf("no memory cgroup here: %v", err)
+	} else {
+		cg.Close()
+	}
+	old := toolMemoryLimit
+	toolMemoryLimit = 64 << 20
+	t.Cleanup(func() { toolMemoryLimit = old })
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	os.Mkdir(ws, 0o755)
+	traj := filepath.Join(dir, "t.jsonl")
+	os.WriteFile(traj, []byte(`{"timestamp": "2025-09-24T19:22:20.000Z", "type": "session_meta", "payload": {"id": "01997e76-d124-7592-9cac-2ec05abbca08", "cwd": "/w", "cli_version": "0.40.0"}}
+{"timestamp": "2025-09-24T19:22:21.000Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}}
+{"timestamp": "2025-09-24T19:22:22.000Z", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{\"command\": [\"bash\", \"-lc\", \"x=$(head -c 200000000 /dev/zero | tr '\\\\0' a); echo ${#x}\"], \"timeout_ms\": 20000}", "call_id": "c0"}}
+{"timestamp": "2025-09-24T19:22:23.000Z", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c0", "output": "{\"output\": \"200000000\\n\", \"metadata\": {\"exit_code\": 0, \"duration_seconds\": 0.1}}"}}
+`), 0o644)
+	res := Run(context.Background(), &Request{Agent: "codex", Trajectory: traj, AfterStep: 1, Mode: ReplayOnly,
+		RunID: "r", StateRoot: dir + "/state", OutputRoot: dir + "/out", Workspace: ws})
+	if res.Failure != nil || res.ReplayedToolCalls != 1 {
+		t.Fatalf("failure %+v, replayed %d", res.Failure, res.ReplayedToolCalls)
+	}
+	if line := string(res.Line()); !strings.Contains(line, `"schema_version":"sandbox-playback.result/v3"`) {
+		t.Errorf("result line %s", line)
+	}
+	meta, _ := json.Marshal(res.Metadata["tool_isolation"])
+	if !strings.Contains(string(meta), `"memory_limit":{"bytes":67108864,"mechanism":"cgroup-`) {
+		t.Errorf("tool_isolation %s does not name the cgroup limit", meta)
+	}
+	comps, _ := os.ReadFile(filepath.Join(dir, "out", "r", "observation-comparison.json"))
+	if !strings.Contains(string(comps), "the run's memory limit (67108864 bytes") || !strings.Contains(string(comps), "137") {
+		t.Errorf("observation does not say the tool was killed for memory:\n%s", comps)
 	}
 }

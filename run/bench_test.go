@@ -72,15 +72,22 @@ func p50(ds []time.Duration) time.Duration {
 // BenchmarkIsolationOverhead is the per-call cost of Isolation: the same
 // Session call without it (today's path) and with it (init re-exec, new
 // PID and mount namespaces, /proc mount, capability drop, RLIMIT_DATA via
-// a ptrace stop), and with NoNetwork on top, interleaved in one loop.
+// a ptrace stop), with NoNetwork on top, and with the run's memory cgroup
+// in place of RLIMIT_DATA (joined by each init, no ptrace stop), interleaved
+// in one loop.
 func BenchmarkIsolationOverhead(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("isolation needs root")
 	}
 	ctx := context.Background()
 	dir := b.TempDir()
+	cg, err := NewMemoryCgroup(8 << 30)
+	if err != nil {
+		b.Skipf("no memory cgroup: %v", err)
+	}
+	defer cg.Close()
 	var sessions []*Session
-	for _, iso := range []Isolation{{}, {Enabled: true, DataLimit: 8 << 30}, {Enabled: true, DataLimit: 8 << 30, NoNetwork: true}} {
+	for _, iso := range []Isolation{{}, {Enabled: true, DataLimit: 8 << 30}, {Enabled: true, DataLimit: 8 << 30, NoNetwork: true}, {Enabled: true, Memory: cg}} {
 		r, err := NewRunner(Options{Env: testEnv, TempDir: b.TempDir(), Isolation: iso})
 		if err != nil {
 			b.Fatal(err)
@@ -110,4 +117,8 @@ func BenchmarkIsolationOverhead(b *testing.B) {
 	b.ReportMetric(ms(net), "isolated-nonet-p50-ms")
 	b.ReportMetric(float64(iso)/float64(base), "isolated/plain")
 	b.ReportMetric(float64(net)/float64(base), "isolated-nonet/plain")
+	cgroup := p50(times[3])
+	b.ReportMetric(ms(cgroup), "isolated-cgroup-p50-ms")
+	b.ReportMetric(float64(cgroup)/float64(base), "isolated-cgroup/plain")
+	b.ReportMetric(float64(cgroup)/float64(iso), "isolated-cgroup/isolated-rlimit")
 }

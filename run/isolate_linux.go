@@ -3,11 +3,13 @@ package run
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -34,6 +36,10 @@ type Isolation struct {
 	// NoNetwork gives the tools a network namespace of their own with only
 	// loopback, up.
 	NoNetwork bool
+	// Memory, when set, is the run's memory cgroup: each call's init joins
+	// it before starting the tool, and a tool the OOM killer ends gets a
+	// line on its stderr that says so. DataLimit is then usually 0.
+	Memory *MemoryCgroup
 }
 
 // shimArg0 marks the re-executed init (see init); argv[0] rather than an
@@ -66,7 +72,10 @@ func init() {
 }
 
 // shimMain is PID 1 of one tool call's namespaces and never returns.
-// Args: pvisor-tool-init <data-limit> <net:0|1> -- <path> <argv0> <args…>.
+// Args: pvisor-tool-init <data-limit> <net:0|1> <shared> <cgroup>
+// <memory-limit> -- <path> <argv0> <args…>; shared is the JSON list of the
+// overlay worker's own binds to detach (overlay.ToolView), cgroup the run's
+// MemoryCgroup directory or "".
 // It starts the tool as PID 2, reports its exit on the status pipe, then
 // reaps until nothing is left, so processes the call leaves behind keep
 // running (and keep this init alive) until the Runner kills the group; when
@@ -86,13 +95,36 @@ func shim(args []string) int {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " "))
 		return exitShimSetup
 	}
-	if len(args) < 5 || args[2] != "--" {
+	if len(args) < 8 || args[5] != "--" {
 		return fail("bad arguments %q", args)
 	}
 	if _, err := strconv.ParseUint(args[0], 10, 64); err != nil {
 		return fail("bad data limit %q", args[0])
 	}
-	if err := shimSetup(args[1] == "1"); err != nil {
+	var memory *MemoryCgroup
+	var events *os.File
+	if args[3] != "" {
+		memory = &MemoryCgroup{Dir: args[3], Version: 1}
+		if _, err := os.Stat(filepath.Join(args[3], "memory.events")); err == nil {
+			memory.Version = 2
+		}
+		memory.Limit, _ = strconv.ParseUint(args[4], 10, 64)
+		// Before anything else, so everything the call starts is counted.
+		if memory.Version == 1 {
+			if err := joinCgroup(memory.Dir); err != nil {
+				return fail("%v", err)
+			}
+		}
+		var err error
+		if events, err = memory.openEvents(); err != nil {
+			return fail("memory cgroup: %v", err)
+		}
+	}
+	var shared []string
+	if err := json.Unmarshal([]byte(args[2]), &shared); err != nil {
+		return fail("bad shared dirs %q", args[2])
+	}
+	if err := shimSetup(args[1] == "1", shared, memory != nil); err != nil {
 		return fail("%v", err)
 	}
 	// Handled, not ignored: ignored signals would stay ignored in the tool.
@@ -104,7 +136,7 @@ func shim(args []string) int {
 		}
 	}()
 	limit, _ := strconv.ParseUint(args[0], 10, 64)
-	cmd := &exec.Cmd{Path: args[3], Args: args[4:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: args[6], Args: args[7:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if limit > 0 {
 		// The tool stops right after its execve, before running any of its
 		// own code, so the limit binds its image but never this init's Go
@@ -121,6 +153,14 @@ func shim(args []string) int {
 		}
 	}
 	fmt.Fprintf(status, "started\n")
+	var oomBefore uint64
+	var stderr *os.File
+	if memory != nil {
+		oomBefore = oomKills(events)
+		if fd, err := unix.Dup(2); err == nil {
+			stderr = os.NewFile(uintptr(fd), "tool-stderr")
+		}
+	}
 	// Our copies of the output pipes would hold them open for as long as a
 	// background process keeps us alive, even one that closed its own.
 	if null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
@@ -134,6 +174,13 @@ func shim(args []string) int {
 	if ws.Signaled() {
 		sig = int(ws.Signal())
 	}
+	if stderr != nil {
+		if sig == int(unix.SIGKILL) && oomKills(events) > oomBefore {
+			// Nothing else tells the tool's reader why it died.
+			fmt.Fprintf(stderr, "pvisor: the tool was killed: the run's memory limit (%d bytes, %s) was reached\n", memory.Limit, memory.Mechanism())
+		}
+		stderr.Close()
+	}
 	// alone: nothing else runs, so the Runner may wait for our exit instead
 	// of reporting background processes.
 	alone := 1
@@ -146,14 +193,29 @@ func shim(args []string) int {
 	return 0
 }
 
-// shimSetup makes the namespaces private, mounts /proc, and drops
-// privileges, in that order: mounting needs CAP_SYS_ADMIN.
-func shimSetup(noNet bool) error {
+// shimSetup makes the namespaces private, detaches the overlay worker's
+// own binds (and the cgroup file systems when the tool has a memory
+// cgroup), mounts /proc, and drops privileges, in that order: mounting
+// needs CAP_SYS_ADMIN.
+func shimSetup(noNet bool, shared []string, hideCgroups bool) error {
 	if os.Getpid() != 1 {
 		return fmt.Errorf("not PID 1 of a new PID namespace (pid %d)", os.Getpid())
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
+	}
+	// In an overlay worker's view of the whole tree, the state and output
+	// dirs are the worker's own binds; without them the tool's writes
+	// there land in the upper layer.
+	if err := overlay.DetachShared(shared); err != nil {
+		return err
+	}
+	// Root may write cgroup files whatever its capabilities: without them
+	// in sight a tool cannot leave the run's memory cgroup.
+	if hideCgroups {
+		if err := unix.Unmount("/sys/fs/cgroup", unix.MNT_DETACH); err != nil && err != unix.EINVAL && err != unix.ENOENT {
+			return fmt.Errorf("detach /sys/fs/cgroup: %w", err)
+		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
@@ -298,13 +360,28 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
 		net = "1"
 		flags |= unix.CLONE_NEWNET
 	}
-	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, "--", cmd.Path}, cmd.Args...)
+	// The overlay worker's view of the whole tree is inherited; only its
+	// own binds go, once per call.
+	shared, _, _ := overlay.ToolView()
+	cg, memLimit := "", "0"
+	if iso.Memory != nil {
+		cg, memLimit = iso.Memory.Dir, strconv.FormatUint(iso.Memory.Limit, 10)
+	}
+	sharedArg, _ := json.Marshal(shared)
+	if shared == nil {
+		sharedArg = []byte("[]")
+	}
+	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, string(sharedArg), cg, memLimit, "--", cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = "/proc/self/exe", args
 	cmd.ExtraFiles = []*os.File{status}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Cloneflags |= flags
+	if iso.Memory != nil && iso.Memory.fd != nil {
+		cmd.SysProcAttr.UseCgroupFD = true
+		cmd.SysProcAttr.CgroupFD = int(iso.Memory.fd.Fd())
+	}
 	// The init dies with pvisor, even on SIGKILL, and takes the namespace
 	// with it.
 	cmd.SysProcAttr.Pdeathsig = unix.SIGKILL

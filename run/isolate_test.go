@@ -214,3 +214,54 @@ func TestIsolationLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestIsolationMemoryCgroup: a tool that allocates past the run's memory
+// cgroup is killed, its stderr and exit status say so, the next call runs,
+// and Close removes the cgroup.
+func TestIsolationMemoryCgroup(t *testing.T) {
+	requireIsolation(t)
+	cg, err := NewMemoryCgroup(64 << 20)
+	if err != nil {
+		t.Skipf("no memory cgroup here: %v", err)
+	}
+	r := newTestRunner(t, Options{Isolation: Isolation{Enabled: true, Memory: cg}})
+	res, err := r.Shell(context.Background(), ShellRequest{Command: `x=$(head -c 200000000 /dev/zero | tr '\0' a); echo ${#x}`, Dir: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 128+9 || !strings.Contains(res.Stderr.String(), "the run's memory limit (67108864 bytes, "+cg.Mechanism()+") was reached") {
+		t.Errorf("exit %d, stderr %q; want 137 and the memory limit named", res.ExitCode, res.Stderr.String())
+	}
+	if strings.Contains(res.Stdout.String(), "200000000") {
+		t.Errorf("a 200 MB string fit in a 64 MiB cgroup")
+	}
+	// The next call runs, and cannot leave the cgroup: the cgroup file
+	// systems are not in its view.
+	res, err = r.Shell(context.Background(), ShellRequest{Command: `for f in /sys/fs/cgroup/memory/cgroup.procs /sys/fs/cgroup/cgroup.procs; do echo $$ > $f; done 2>/dev/null; ls /sys/fs/cgroup | wc -l; cat /proc/self/cgroup`, Dir: "/"})
+	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout.String(), filepath.Base(cg.Dir)) || !strings.HasPrefix(res.Stdout.String(), "0\n") {
+		t.Errorf("next call: %v, exit %d, output %q; want no cgroup fs and still in %s", err, res.ExitCode, res.Stdout.String(), cg.Dir)
+	}
+	r.Close()
+	if err := cg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cg.Dir); err == nil {
+		t.Errorf("%s left behind", cg.Dir)
+	}
+}
+
+func TestOwnCgroup(t *testing.T) {
+	v1 := "9:name=systemd:/\n4:memory:/process_api/f9bc\n3:cpu,cpuacct:/x\n0::/\n"
+	v2 := "0::/user.slice/session-1.scope\n"
+	for _, tc := range []struct{ in, controller, want string }{
+		{v1, "memory", "/process_api/f9bc"},
+		{v1, "cpuacct", "/x"},
+		{v1, "", "/"},
+		{v2, "", "/user.slice/session-1.scope"},
+		{v2, "memory", "/"},
+	} {
+		if got := ownCgroup(tc.in, tc.controller); got != tc.want {
+			t.Errorf("ownCgroup(%q, %q) = %q, want %q", tc.in, tc.controller, got, tc.want)
+		}
+	}
+}

@@ -6,14 +6,20 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pvisor/pvisor/overlay"
 )
 
 // WriteWatch collects the files that file tools (Write, Edit, apply_patch,
 // …) changed outside a root. Only an overlay of the whole file system
-// could contain such writes; without one the replay says where they went.
+// contains such writes; without one the replay says where they went.
 // Shell commands are not seen: they write wherever they like.
 type WriteWatch struct {
-	root    string
+	root string
+	// view: the process runs in an overlay's view of the whole tree, where
+	// only writes into real (its state and output dirs) leave the overlay.
+	view    bool
+	real    []string
 	mu      sync.Mutex
 	outside []string
 }
@@ -28,12 +34,15 @@ var (
 	watches   []*WriteWatch
 )
 
-// WatchWrites starts recording writes outside root.
+// WatchWrites starts recording writes outside root. In an overlay worker
+// that runs in the view of the whole tree, every write but those into its
+// own state and output dirs lands in the overlay: only those are recorded.
 func WatchWrites(root string) *WriteWatch {
 	if real, err := filepath.EvalSymlinks(root); err == nil {
 		root = real
 	}
 	w := &WriteWatch{root: filepath.Clean(root)}
+	w.real, w.view, _ = overlay.ToolView()
 	watchesMu.Lock()
 	watches = append(watches, w)
 	watchesMu.Unlock()
@@ -48,7 +57,14 @@ func (w *WriteWatch) Stop() {
 }
 
 func (w *WriteWatch) contains(p string) bool {
-	return p == w.root || strings.HasPrefix(p, w.root+string(filepath.Separator)) || w.root == "/"
+	if within(p, w.root) {
+		return true
+	}
+	return w.view && !slices.ContainsFunc(w.real, func(d string) bool { return within(p, d) })
+}
+
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator)) || dir == "/"
 }
 
 // Outside lists the paths written outside the root, in the order of their
