@@ -47,7 +47,8 @@ while read -r agent pkg version bin; do
       rm -rf "$prefix"
       "$py" -m venv "$prefix" >&2
       PIP_DISABLE_PIP_VERSION_CHECK=1 "$prefix/bin/python" -m pip install --quiet --no-input "$pkg==$version" >&2
-      "$exe" --help >/dev/null 2>&1 ||
+      # A throwaway HOME: Python CLIs create their config dirs on first start.
+      HOME="$prefix/.pvisor-home" XDG_CONFIG_HOME="$prefix/.pvisor-home/.config" "$exe" --help >/dev/null 2>&1 ||
         { echo "install-clis: $bin --help failed after installing $pkg==$version; see $prefix" >&2; exit 1; }
       printf '%s\n' "pypi:$pkg==$version" >"$stamp"
     fi

@@ -584,3 +584,11 @@ func FromJSON(v any) any {
 	}
 	return v
 }
+
+// PyJSON is Python's json.dumps of a value (ensure_ascii, no HTML escaping),
+// as mini saves trajectories.
+func PyJSON(v any) string {
+	var b strings.Builder
+	writeJSON(&b, v)
+	return b.String()
+}
