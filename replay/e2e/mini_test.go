@@ -225,3 +225,83 @@ func replayMini(t *testing.T, pvisor, dir, src string, n int) {
 		t.Errorf("the rebuilt trajectory is not the recorded prefix (%v, %v)", err1, err2)
 	}
 }
+
+// TestMiniContinueEveryStep continues each recording at every after-step
+// with the release that wrote it, through the bridge with the recorded
+// upstream, in a loopback-only namespace: mini completes (it submits), the
+// first request is the projection of the rebuilt trajectory (the envelope
+// forwards nothing else), and its next action calls the recorded tools.
+func TestMiniContinueEveryStep(t *testing.T) {
+	pvisor := pvisorBinary(t)
+	for _, rel := range tested.Of(trajectory.MiniSWE) {
+		dir := filepath.Join(projectRoot(t), "trajectory", "miniswe", "testdata", "recorded", rel.Version)
+		src := filepath.Join(dir, "last_mini_run.traj.json")
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatalf("%s: no recording of this release: %v", rel.Version, err)
+		}
+		tr, err := miniswe.New().Decode(bytes.NewReader(data), trajectory.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(rel.Version, func(t *testing.T) {
+			bin := releaseBin(t, rel)
+			for n := 1; n < len(tr.Steps()); n++ {
+				t.Run("after-"+strconv.Itoa(n), func(t *testing.T) { continueMini(t, pvisor, bin, dir, src, n) })
+			}
+		})
+	}
+}
+
+func continueMini(t *testing.T, pvisor, bin, dir, src string, n int) {
+	enterLoopbackNetns(t)
+	work := t.TempDir()
+	ws := filepath.Join(work, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tar", "-xzf", filepath.Join(dir, "repo.tar.gz"), "-C", ws).CombinedOutput(); err != nil {
+		t.Fatalf("untar: %v\n%s", err, out)
+	}
+	cmd := exec.Command(pvisor, "replay", "--agent", trajectory.MiniSWE, "--trajectory", src, "--after-step", strconv.Itoa(n),
+		"--upstream", "recorded", "--agent-entrypoint", bin, "--workspace", ws, "--run-id", "r",
+		"--state-dir", filepath.Join(work, "state"), "--output-dir", filepath.Join(work, "out"))
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + work, "LANG=C.UTF-8", "TERM=dumb", "GIT_CONFIG_NOSYSTEM=1"}
+	stdout, _ := cmd.Output()
+	lines := bytes.Split(bytes.TrimSpace(stdout), []byte("\n"))
+	var res struct {
+		Phase       string         `json:"phase"`
+		AgentStatus string         `json:"agent_status"`
+		Continued   int            `json:"continued_steps"`
+		Failure     map[string]any `json:"failure"`
+		Metadata    struct {
+			Continuation struct {
+				Envelope struct {
+					Accepted     int `json:"accepted"`
+					BoundaryEnds int `json:"boundary_requests"`
+				} `json:"envelope"`
+				Bridge struct {
+					Refused int `json:"refused"`
+				} `json:"bridge"`
+			} `json:"continuation"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(lines[len(lines)-1], &res); err != nil {
+		t.Fatalf("result line %q: %v", lines[len(lines)-1], err)
+	}
+	env := res.Metadata.Continuation.Envelope
+	if res.Phase != "continued" || res.AgentStatus != "completed" || res.Continued < 1 || res.Failure != nil ||
+		env.Accepted < 1 || env.BoundaryEnds < 1 || res.Metadata.Continuation.Bridge.Refused != 0 {
+		t.Fatalf("result %s", lines[len(lines)-1])
+	}
+	var cmp struct {
+		Metrics struct {
+			Names bool `json:"ordered_tool_names_equal"`
+			Args  bool `json:"tool_arguments_equal"`
+		} `json:"metrics"`
+	}
+	b, err := os.ReadFile(filepath.Join(work, "out", "r", "next-action-comparison.json"))
+	if err != nil || json.Unmarshal(b, &cmp) != nil || !cmp.Metrics.Names || !cmp.Metrics.Args {
+		t.Errorf("next action differs from the recorded one (%v):\n%s", err, b)
+	}
+}
