@@ -35,15 +35,11 @@ func NewMini(prefix []json.RawMessage, opts Options) (*Mini, error) {
 	if opts.Prompt != "" {
 		return nil, fmt.Errorf("mini-swe-agent envelope: a boundary prompt is not supported")
 	}
-	m := &Mini{tracker: tracker{opts: opts}, prefix: prefix, want: make([]any, len(prefix))}
-	for i, it := range prefix {
-		v, err := decodeChat(it)
-		if err != nil {
-			return nil, fmt.Errorf("mini-swe-agent envelope: projection message %d: %w", i, err)
-		}
-		m.want[i] = v
+	want, err := decodeChatPrefix("mini-swe-agent", prefix)
+	if err != nil {
+		return nil, err
 	}
-	return m, nil
+	return &Mini{tracker: tracker{opts: opts}, prefix: prefix, want: want}, nil
 }
 
 // Check refuses a request whose messages do not start with the projection.

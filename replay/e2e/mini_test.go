@@ -181,7 +181,10 @@ func TestMiniReplayEveryStep(t *testing.T) {
 	}
 }
 
-func replayMini(t *testing.T, pvisor, dir, src string, n int) {
+// pvisorMini runs `pvisor replay` on a recording at after-step n in a fresh
+// copy of its initial repo and returns the work dir (outputs in out/r) and
+// what pvisor printed.
+func pvisorMini(t *testing.T, pvisor, dir, src string, n int, args ...string) (string, []byte, error) {
 	work := t.TempDir()
 	ws := filepath.Join(work, "ws")
 	if err := os.Mkdir(ws, 0o755); err != nil {
@@ -190,10 +193,15 @@ func replayMini(t *testing.T, pvisor, dir, src string, n int) {
 	if out, err := exec.Command("tar", "-xzf", filepath.Join(dir, "repo.tar.gz"), "-C", ws).CombinedOutput(); err != nil {
 		t.Fatalf("untar: %v\n%s", err, out)
 	}
-	cmd := exec.Command(pvisor, "replay", "--agent", trajectory.MiniSWE, "--trajectory", src, "--after-step", strconv.Itoa(n),
-		"--replay-only", "--workspace", ws, "--run-id", "r", "--state-dir", filepath.Join(work, "state"), "--output-dir", filepath.Join(work, "out"))
+	cmd := exec.Command(pvisor, append([]string{"replay", "--agent", trajectory.MiniSWE, "--trajectory", src, "--after-step", strconv.Itoa(n),
+		"--workspace", ws, "--run-id", "r", "--state-dir", filepath.Join(work, "state"), "--output-dir", filepath.Join(work, "out")}, args...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + work, "LANG=C.UTF-8", "TERM=dumb", "GIT_CONFIG_NOSYSTEM=1"}
 	stdout, err := cmd.Output()
+	return work, stdout, err
+}
+
+func replayMini(t *testing.T, pvisor, dir, src string, n int) {
+	work, stdout, err := pvisorMini(t, pvisor, dir, src, n, "--replay-only")
 	if err != nil {
 		t.Fatalf("pvisor replay: %v\n%s", err, stdout)
 	}
@@ -255,19 +263,7 @@ func TestMiniContinueEveryStep(t *testing.T) {
 
 func continueMini(t *testing.T, pvisor, bin, dir, src string, n int) {
 	enterLoopbackNetns(t)
-	work := t.TempDir()
-	ws := filepath.Join(work, "ws")
-	if err := os.Mkdir(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("tar", "-xzf", filepath.Join(dir, "repo.tar.gz"), "-C", ws).CombinedOutput(); err != nil {
-		t.Fatalf("untar: %v\n%s", err, out)
-	}
-	cmd := exec.Command(pvisor, "replay", "--agent", trajectory.MiniSWE, "--trajectory", src, "--after-step", strconv.Itoa(n),
-		"--upstream", "recorded", "--agent-entrypoint", bin, "--workspace", ws, "--run-id", "r",
-		"--state-dir", filepath.Join(work, "state"), "--output-dir", filepath.Join(work, "out"))
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + work, "LANG=C.UTF-8", "TERM=dumb", "GIT_CONFIG_NOSYSTEM=1"}
-	stdout, _ := cmd.Output()
+	work, stdout, _ := pvisorMini(t, pvisor, dir, src, n, "--upstream", "recorded", "--agent-entrypoint", bin)
 	lines := bytes.Split(bytes.TrimSpace(stdout), []byte("\n"))
 	var res struct {
 		Phase       string         `json:"phase"`
