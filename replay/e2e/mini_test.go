@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,5 +300,49 @@ func continueMini(t *testing.T, pvisor, bin, dir, src string, n int) {
 	b, err := os.ReadFile(filepath.Join(work, "out", "r", "next-action-comparison.json"))
 	if err != nil || json.Unmarshal(b, &cmp) != nil || !cmp.Metrics.Names || !cmp.Metrics.Args {
 		t.Errorf("next action differs from the recorded one (%v):\n%s", err, b)
+	}
+}
+
+// TestMiniTamperedRefused: when what the runner resumes differs from the
+// rebuilt trajectory (here its copy is edited before mini reads it), the
+// first request is refused: exit 40, nothing forwarded.
+func TestMiniTamperedRefused(t *testing.T) {
+	rels := tested.Of(trajectory.MiniSWE)
+	rel := rels[len(rels)-1]
+	real, err := filepath.EvalSymlinks(releaseBin(t, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pvisor := pvisorBinary(t)
+	enterLoopbackNetns(t)
+	venv := filepath.Join(t.TempDir(), "bin")
+	os.MkdirAll(venv, 0o755)
+	py := filepath.Join(venv, "python")
+	os.WriteFile(py, []byte("#!/bin/sh\n[ -f \"$HOME/rebuilt.traj.json\" ] && sed -i 's/greting/grEting/g' \"$HOME/rebuilt.traj.json\"\n"+
+		"exec "+filepath.Join(filepath.Dir(real), "python")+" \"$@\"\n"), 0o755)
+	mini := filepath.Join(venv, "mini")
+	os.WriteFile(mini, []byte("#!"+py+"\n"), 0o755)
+	dir := filepath.Join(projectRoot(t), "trajectory", "miniswe", "testdata", "recorded", rel.Version)
+	_, stdout, err := pvisorMini(t, pvisor, dir, filepath.Join(dir, "last_mini_run.traj.json"), 2, "--upstream", "recorded", "--agent-entrypoint", mini)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 40 {
+		t.Fatalf("exit %v, want 40\n%s", err, stdout)
+	}
+	lines := bytes.Split(bytes.TrimSpace(stdout), []byte("\n"))
+	var res struct {
+		Failure struct {
+			Message string `json:"message"`
+		} `json:"failure"`
+		Metadata struct {
+			Continuation struct {
+				Bridge struct {
+					Forwarded int `json:"forwarded"`
+				} `json:"bridge"`
+			} `json:"continuation"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(lines[len(lines)-1], &res); err != nil || res.Metadata.Continuation.Bridge.Forwarded != 0 ||
+		!strings.Contains(res.Failure.Message, "differs from message") {
+		t.Fatalf("result %s (%v)", lines[len(lines)-1], err)
 	}
 }
