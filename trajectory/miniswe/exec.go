@@ -9,12 +9,12 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	"github.com/pvisor/pvisor/trajectory/miniswe/tmpl"
 )
 
@@ -165,7 +165,7 @@ func (c *runConfig) render(o outcome, nCalls int) (trajectory.Fresh, error) {
 			// ExecutionTimeoutError: subprocess.run's partial output is the
 			// undecoded bytes read so far, without newline translation.
 			vars["action"] = map[string]any{"action": o.command}
-			vars["output"] = decodeReplace(o.raw)
+			vars["output"] = jsstr.Decode(o.raw)
 			text, err := c.timeout.Render(vars)
 			if err != nil {
 				return trajectory.Fresh{}, fmt.Errorf("timeout_template: %w", err)
@@ -229,66 +229,12 @@ func encodeObject(fields []kv) json.RawMessage {
 
 // pyText is what text=True makes of a command's output: UTF-8 decoded with
 // errors="replace", then universal newlines ("\r\n" and "\r" become "\n").
+// Python's decoder replaces each maximal ill-formed subsequence with one
+// U+FFFD, as WHATWG's does (jsstr.Decode).
 func pyText(raw []byte) string {
-	s := decodeReplace(raw)
+	s := jsstr.Decode(raw)
 	if strings.IndexByte(s, '\r') < 0 {
 		return s
 	}
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
-}
-
-// decodeReplace decodes UTF-8 as Python's errors="replace": one U+FFFD for
-// each maximal invalid subsequence (a truncated sequence counts once).
-func decodeReplace(raw []byte) string {
-	if utf8.Valid(raw) {
-		return string(raw)
-	}
-	var b strings.Builder
-	for len(raw) > 0 {
-		r, n := utf8.DecodeRune(raw)
-		if r != utf8.RuneError || n > 1 {
-			b.WriteRune(r)
-			raw = raw[n:]
-			continue
-		}
-		b.WriteRune(utf8.RuneError)
-		raw = raw[invalidPrefix(raw):]
-	}
-	return b.String()
-}
-
-// invalidPrefix is the length of the maximal subpart of an ill-formed
-// sequence at the start of p (Unicode's "substitution of maximal
-// subparts", which Python follows): a lead byte and the continuation bytes
-// that could still have completed it.
-func invalidPrefix(p []byte) int {
-	c := p[0]
-	var need int
-	lo, hi := byte(0x80), byte(0xBF)
-	switch {
-	case c >= 0xC2 && c <= 0xDF:
-		need = 1
-	case c == 0xE0:
-		need, lo = 2, 0xA0
-	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-		need = 2
-	case c == 0xED:
-		need, hi = 2, 0x9F
-	case c == 0xF0:
-		need, lo = 3, 0x90
-	case c >= 0xF1 && c <= 0xF3:
-		need = 3
-	case c == 0xF4:
-		need, hi = 3, 0x8F
-	default:
-		return 1
-	}
-	i := 1
-	for ; i <= need && i < len(p); i++ {
-		if p[i] < lo || p[i] > hi {
-			break
-		}
-		lo, hi = 0x80, 0xBF
-	}
-	return i
 }
