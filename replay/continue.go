@@ -75,7 +75,13 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if err != nil {
 		return fail(result.WorkspaceError, "version probe home: %v", err)
 	}
-	version, printed, err := probeVersion(ctx, entry, probeEnv)
+	argv := []string{entry, "--version"}
+	if vc, ok := l.(VersionCommander); ok {
+		if argv, err = vc.VersionCommand(entry); err != nil {
+			return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
+		}
+	}
+	version, printed, err := probeVersionWith(ctx, argv, probeEnv)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
@@ -85,6 +91,11 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	}
 	if err := r.checkVersion(l, version, printed); err != nil {
 		return err
+	}
+	if tc, ok := l.(TrajectoryChecker); ok {
+		if err := tc.CheckTrajectory(r.plan.Trajectory, version, r.req); err != nil {
+			return err
+		}
 	}
 	ws, err := r.workspace()
 	if err != nil {
@@ -211,7 +222,11 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 		idle = DefaultIdleTimeout
 	}
 	start := time.Now()
-	proc, err := startAgent(agentSpec{entry: *r.res.Agent.Entrypoint, args: cmd.Args, env: env, dir: cs.c.Workspace,
+	exe := *r.res.Agent.Entrypoint
+	if p, ok := staged.(Programmer); ok {
+		exe = p.Program()
+	}
+	proc, err := startAgent(agentSpec{entry: exe, args: cmd.Args, env: env, dir: cs.c.Workspace,
 		stdin: cmd.Stdin, stdout: logs[agent+"-stdout.log"], stderr: logs[agent+"-stderr.log"]}, activity)
 	if err != nil {
 		return nil, fail(result.ContinuationError, "starting %s: %v", *r.res.Agent.Entrypoint, err)

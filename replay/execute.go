@@ -57,7 +57,7 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	}
 	sess, err := rp.NewToolSession(trajectory.ToolEnv{
 		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Version: p.Trajectory.Version, Env: r.toolEnv(), LogDir: logDir,
-		Isolation: iso,
+		Isolation: iso, Trajectory: p.Trajectory,
 	})
 	if err != nil {
 		return fail(result.ExecutorError, "starting the %s tool session: %v", p.Format.Agent(), err)

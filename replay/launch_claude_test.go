@@ -182,6 +182,11 @@ func TestClaudeLauncherRegistered(t *testing.T) {
 	}
 }
 
+// replayTestedOnly are agents listed in versions.txt whose releases the
+// replay is tested against (their own runtime's semantics) but which have
+// no continuation launcher yet.
+var replayTestedOnly = map[string]bool{}
+
 // Every agent with a launcher has a tested range, and every tested agent a
 // launcher: versions.txt and the registry cannot drift apart.
 func TestLaunchersHaveTestedRanges(t *testing.T) {
@@ -189,8 +194,14 @@ func TestLaunchersHaveTestedRanges(t *testing.T) {
 		if len(tested.Of(agent)) == 0 {
 			t.Errorf("%s has a launcher but no tested release in replay/tested/versions.txt", agent)
 		}
+		if replayTestedOnly[agent] {
+			t.Errorf("%s has a launcher now: remove it from replayTestedOnly", agent)
+		}
 	}
 	for _, r := range tested.Releases {
+		if replayTestedOnly[r.Agent] {
+			continue
+		}
 		if l, ok := launchers[r.Agent]; !ok || l.Binary() != r.Binary {
 			t.Errorf("versions.txt lists %s (binary %s), which has no launcher with that binary", r.Agent, r.Binary)
 		}

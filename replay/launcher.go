@@ -17,6 +17,7 @@ import (
 	"github.com/pvisor/pvisor/replay/relocate"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory"
 )
 
 // A Launcher continues one agent natively: it stages the rebuilt session in an
@@ -44,6 +45,34 @@ type Launcher interface {
 	// Stage writes the rebuilt session into c.Home and prepares the
 	// envelope that checks the CLI's requests.
 	Stage(c *Continuation) (Staged, error)
+}
+
+// VersionCommander is implemented by launchers whose CLI does not print its
+// version for --version (mini-swe-agent 1.x prints a banner): the argv that
+// prints it instead. Its output must match VersionShape.
+type VersionCommander interface {
+	VersionCommand(entry string) ([]string, error)
+}
+
+// TrajectoryChecker is implemented by launchers that cannot continue every
+// trajectory their CLI's tested versions can: it refuses (a *Failure) before
+// the prefix is replayed, so nothing runs.
+type TrajectoryChecker interface {
+	CheckTrajectory(t *trajectory.Trajectory, version string, req *Request) error
+}
+
+// TextActioner is implemented by launchers whose agent may parse its actions
+// from the reply text and send no tools (mini-swe-agent 1.x): the recorded
+// upstream then plays its replies to tool-less requests too.
+type TextActioner interface {
+	TextActions(c *Continuation) bool
+}
+
+// Programmer is implemented by a Staged that runs another program than the
+// entrypoint (mini-swe-agent's runner, run with the python of the
+// entrypoint's venv); Command's Args are that program's.
+type Programmer interface {
+	Program() string
 }
 
 // Staged is a session ready to resume.
@@ -118,10 +147,11 @@ type Continuation struct {
 // launchers are the agents whose continuation this build supports; a
 // variable so engine tests can add one.
 var launchers = map[string]Launcher{
-	"codex":       codexLauncher{},
-	"claude-code": claudeLauncher{},
-	"opencode":    opencodeLauncher{},
-	"pi":          piLauncher{},
+	"codex":          codexLauncher{},
+	"claude-code":    claudeLauncher{},
+	"opencode":       opencodeLauncher{},
+	"pi":             piLauncher{},
+	"mini-swe-agent": miniLauncher{},
 }
 
 // Entrypoint resolves an agent CLI as a replay does: the explicit path

@@ -53,7 +53,11 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 		if len(replies) == 0 {
 			return nil, nil, configErr("--upstream recorded: the trajectory has no action after step %d to play; choose an earlier --after-step or a model upstream", c.AfterStep)
 		}
-		rec, err := recorded.New(l.Protocol(), replies, r.req.RunID)
+		var opts []recorded.Option
+		if ta, ok := l.(TextActioner); ok && ta.TextActions(c) {
+			opts = append(opts, recorded.TextActions())
+		}
+		rec, err := recorded.New(l.Protocol(), replies, r.req.RunID, opts...)
 		if err != nil {
 			return nil, nil, fail(result.InternalError, "%v", err)
 		}

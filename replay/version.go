@@ -53,9 +53,16 @@ func isolatedHome(env []string, dir string) ([]string, error) {
 // probeVersion runs `entry --version` with env and returns the first version
 // number it prints (some CLIs print on stderr) and the whole output.
 func probeVersion(ctx context.Context, entry string, env []string) (version, printed string, err error) {
+	return probeVersionWith(ctx, []string{entry, "--version"}, env)
+}
+
+// probeVersionWith runs argv instead of `entry --version`, for CLIs that
+// print their version another way (VersionCommander).
+func probeVersionWith(ctx context.Context, argv []string, env []string) (version, printed string, err error) {
+	entry := strings.Join(argv, " ")
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, entry, "--version")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
 	out := &CappedBuffer{Max: probeMaxOut}
 	cmd.Stdout, cmd.Stderr = out, out
@@ -64,17 +71,17 @@ func probeVersion(ctx context.Context, entry string, env []string) (version, pri
 	text := strings.TrimSpace(out.String())
 	switch {
 	case ctx.Err() != nil:
-		return "", "", fmt.Errorf("%s --version did not finish within %s", entry, probeTimeout)
+		return "", "", fmt.Errorf("%s did not finish within %s", entry, probeTimeout)
 	case err != nil:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return "", "", fmt.Errorf("%s --version failed (%v): %s", entry, err, firstLine(text))
+			return "", "", fmt.Errorf("%s failed (%v): %s", entry, err, firstLine(text))
 		}
-		return "", "", fmt.Errorf("%s --version: %v", entry, err)
+		return "", "", fmt.Errorf("%s: %v", entry, err)
 	}
 	m := versionInText.FindStringSubmatch(text)
 	if m == nil {
-		return "", "", fmt.Errorf("%s --version printed no version number: %q", entry, firstLine(text))
+		return "", "", fmt.Errorf("%s printed no version number: %q", entry, firstLine(text))
 	}
 	return m[1], text, nil
 }

@@ -28,8 +28,12 @@ type Trajectory struct {
 	SessionID string
 	// Cwd is the working directory the agent recorded, "" when the format
 	// does not record one.
-	Cwd     string
-	Format  string // the native sub-format, e.g. "session-jsonl", "run-events", "mini-swe-agent-1.1"
+	Cwd    string
+	Format string // the native sub-format, e.g. "session-jsonl", "run-events", "mini-swe-agent-1.1"
+	// Config is the agent configuration the file records, for replayers
+	// that reproduce its settings (mini-swe-agent's info.config: templates,
+	// environment variables, timeout); nil when the format has none.
+	Config  json.RawMessage `json:"-"`
 	Actions []Action
 	// TornTail is set when the file's final line had no trailing newline and
 	// could not be parsed; it was ignored, as agents that were killed mid-write

@@ -52,6 +52,10 @@ type ToolEnv struct {
 	// Isolation is how far tools are kept from pvisor (run.Isolation);
 	// every Runner of the session uses it.
 	Isolation run.Isolation
+	// Trajectory is the decoded session being replayed, for replayers
+	// whose results depend on more than the call (mini-swe-agent renders
+	// them with the templates of its saved Config and the model-call count).
+	Trajectory *Trajectory
 }
 
 // ToolSession re-executes native calls with one agent's semantics.

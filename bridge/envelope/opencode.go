@@ -88,15 +88,24 @@ func newChat(agent string, prefix []json.RawMessage, opts Options, rules chatRul
 	if len(prefix) == 0 {
 		return nil, fmt.Errorf("%s envelope: the rebuilt session has no model-visible messages", agent)
 	}
-	c := &chat{tracker: tracker{opts: opts}, agent: agent, rules: rules, prefix: prefix, want: make([]any, len(prefix))}
+	want, err := decodeChatPrefix(agent, prefix)
+	if err != nil {
+		return nil, err
+	}
+	return &chat{tracker: tracker{opts: opts}, agent: agent, rules: rules, prefix: prefix, want: want}, nil
+}
+
+// decodeChatPrefix decodes a projection's messages once, for equalChat.
+func decodeChatPrefix(agent string, prefix []json.RawMessage) ([]any, error) {
+	want := make([]any, len(prefix))
 	for i, it := range prefix {
 		v, err := decodeChat(it)
 		if err != nil {
 			return nil, fmt.Errorf("%s envelope: projection message %d: %w", agent, i, err)
 		}
-		c.want[i] = v
+		want[i] = v
 	}
-	return c, nil
+	return want, nil
 }
 
 // ChatSplit is one request's messages cut at the envelope.

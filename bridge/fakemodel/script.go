@@ -21,6 +21,10 @@ type Script struct {
 	Side string `json:"side,omitempty"`
 	// Models listed by GET /v1/models; default ["fake-model"].
 	Models []string `json:"models,omitempty"`
+	// TextActions serves requests without tools from Replies too, for
+	// agents that parse their actions from the reply text and send no tool
+	// definitions (mini-swe-agent 1.x); such a script has no side calls.
+	TextActions bool `json:"text_actions,omitempty"`
 }
 
 // Reply is one model response: optional reasoning, optional visible text and a batch

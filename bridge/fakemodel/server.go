@@ -20,7 +20,8 @@
 // conversation that already holds i assistant turns (n+i with WithReplyOffset(n)).
 // Retries, resumed sessions and concurrent requests therefore get consistent answers,
 // and tool call ids depend only on (reply, call) so they match across retries. A request without tools (title,
-// quota or summary calls) is a side call and never takes a reply. Custom (freeform)
+// quota or summary calls) is a side call and never takes a reply, unless the script
+// is for an agent that parses actions from text ("text_actions"). Custom (freeform)
 // calls exist only in the Responses API; serving one over another protocol is a 400.
 package fakemodel
 
@@ -273,7 +274,7 @@ func (s *Server) answer(w http.ResponseWriter, rec *Request, p Protocol, body []
 	t.index = -1
 	reply := rec.Turn - s.offset
 	switch {
-	case len(req.Get("tools").Array()) == 0:
+	case len(req.Get("tools").Array()) == 0 && !s.script.TextActions:
 		t.kind = KindSide
 		t.reply = Reply{Text: s.sideText(p, req)}
 	case reply < 0:

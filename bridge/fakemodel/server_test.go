@@ -118,6 +118,26 @@ func TestFinalAndSideTextsFromScript(t *testing.T) {
 	}
 }
 
+// TestTextActions: with text_actions a tool-less request takes the script's
+// replies in turn (mini-swe-agent 1.x sends no tools), not the side text.
+func TestTextActions(t *testing.T) {
+	s := New(Script{TextActions: true, Replies: []Reply{{Text: "```bash\nls\n```"}, {Text: "second"}}})
+	for _, tc := range []struct{ body, want string }{
+		{`{"messages":[{"role":"user","content":"go"}]}`, "```bash\nls\n```"},
+		{`{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"x"},{"role":"user","content":"out"}]}`, "second"},
+	} {
+		_, body := do(t, s, http.MethodPost, "/v1/chat/completions", tc.body)
+		if got := gjson.GetBytes(body, "choices.0.message.content").String(); got != tc.want {
+			t.Errorf("reply %q, want %q", got, tc.want)
+		}
+	}
+	for _, q := range s.Requests() {
+		if q.Kind != KindMain {
+			t.Errorf("request %d is %s, want %s", q.Seq, q.Kind, KindMain)
+		}
+	}
+}
+
 func TestSideCallStructuredOutput(t *testing.T) {
 	schema := `{"type":"object","properties":{"title":{"type":"string"},"n":{"type":"integer"},"ok":{"type":"boolean"},"tags":{"type":"array"}}}`
 	want := `{"title":"Scripted side reply.","n":0,"ok":false,"tags":[]}`

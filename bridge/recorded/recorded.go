@@ -42,7 +42,7 @@ type Upstream struct {
 // New returns an upstream that answers proto requests with replies, in order.
 // seed keeps the ids it generates apart from those already in the session
 // (use the run id).
-func New(proto bridge.Protocol, replies []fakemodel.Reply, seed string) (*Upstream, error) {
+func New(proto bridge.Protocol, replies []fakemodel.Reply, seed string, opts ...Option) (*Upstream, error) {
 	fp, ok := map[bridge.Protocol]fakemodel.Protocol{
 		bridge.Anthropic: fakemodel.Anthropic, bridge.Responses: fakemodel.Responses, bridge.Chat: fakemodel.Chat,
 	}[proto]
@@ -51,11 +51,21 @@ func New(proto bridge.Protocol, replies []fakemodel.Reply, seed string) (*Upstre
 	}
 	script := fakemodel.Script{Replies: replies,
 		Final: "The recorded trajectory has no further action to play."}
+	for _, o := range opts {
+		o(&script)
+	}
 	if err := script.Validate(); err != nil {
 		return nil, fmt.Errorf("recorded upstream: %w", err)
 	}
 	return &Upstream{proto: proto, fproto: fp, script: script, seed: seed}, nil
 }
+
+// Option adjusts how the replies are played.
+type Option func(*fakemodel.Script)
+
+// TextActions plays the replies to requests without tools too, for agents
+// that parse their actions from the reply text (mini-swe-agent 1.x).
+func TextActions() Option { return func(s *fakemodel.Script) { s.TextActions = true } }
 
 // Accepts reports whether p is the protocol the replies are played in.
 func (u *Upstream) Accepts(p bridge.Protocol) bool { return p == u.proto }
@@ -99,11 +109,12 @@ func (u *Upstream) Stats() Stats {
 }
 
 // server returns the fake model, created on the first model request (one that
-// offers tools) with that request's turns as the base.
+// offers tools, or any request for text-action agents) with that request's
+// turns as the base.
 func (u *Upstream) server(body []byte) *fakemodel.Server {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.srv == nil && len(gjson.GetBytes(body, "tools").Array()) > 0 {
+	if u.srv == nil && (u.script.TextActions || len(gjson.GetBytes(body, "tools").Array()) > 0) {
 		u.base = fakemodel.AssistantTurns(u.fproto, body)
 		u.srv = fakemodel.New(u.script, fakemodel.WithReplyOffset(u.base), fakemodel.WithIDSeed(u.seed),
 			fakemodel.WithoutBodies())

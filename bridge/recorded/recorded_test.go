@@ -202,3 +202,43 @@ func TestClientCancelStopsTheWriter(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestTextActions: an agent that sends no tools (mini-swe-agent 1.x) gets the
+// recorded replies from its first request on, with that request's turns as
+// the base, not the side text.
+func TestTextActions(t *testing.T) {
+	texts := []fakemodel.Reply{{Text: "```bash\nls\n```"}, {Text: "```bash\npwd\n```"}}
+	up, err := New(bridge.Chat, texts, "run-1", TextActions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := start(t, up)
+	chat := func(turns int) string {
+		msgs := []string{`{"role":"system","content":"s"}`, `{"role":"user","content":"go"}`}
+		for i := 0; i < turns; i++ {
+			msgs = append(msgs, `{"role":"assistant","content":"a"}`, `{"role":"user","content":"o"}`)
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL()+"/v1/chat/completions",
+			strings.NewReader(`{"model":"m","messages":[`+strings.Join(msgs, ",")+`]}`))
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return gjson.GetBytes(b, "choices.0.message.content").Str
+	}
+	for turns, want := range []string{"", "", "", "```bash\nls\n```", "```bash\npwd\n```"} {
+		if turns < 3 {
+			continue
+		}
+		if got := chat(turns); got != want {
+			t.Errorf("%d turns: %q, want %q", turns, got, want)
+		}
+	}
+	if st := up.Stats(); st.Base != 3 || st.Played != 2 || st.Side != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}

@@ -63,6 +63,9 @@ func TestContractArtifacts(t *testing.T) {
 			{"prepared_native_prefix", "openhands/native-json-0.35.0", "native/prepared-replay-events.json"}}, common...)},
 		{"mini prepare", "mini-swe-agent", "", traj("mini-swe-agent/generated_mini-2.4.6_toolcall.traj.json"), "--prepare-only", append([]wantArtifact{
 			{"prepared_native_prefix", "mini-swe-agent/native-json-2.4.6", "native/prepared-prefix.json"}}, common...)},
+		{"mini replay", "mini-swe-agent", "", "../../trajectory/miniswe/testdata/recorded/1.17.5/last_mini_run.traj.json", "--replay-only", append([]wantArtifact{
+			{"prepared_native_prefix", "mini-swe-agent/native-json-1.17.5", "native/prepared-prefix.json"},
+			{"reconstructed_native_trajectory", "mini-swe-agent/native-json-1.17.5", "native/reconstructed-trajectory.json"}}, replayed...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,6 +75,9 @@ func TestDoctorPassesEveryTestedRelease(t *testing.T) {
 	}
 	pvisor := pvisorBinary(t)
 	for _, rel := range tested.Releases {
+		if !slices.Contains(doctor.Agents(), rel.Agent) {
+			continue // no bundled session to check it with
+		}
 		t.Run(rel.Agent+"@"+rel.Version, func(t *testing.T) {
 			rows, code, stderr := doctorRun(t, pvisor, "--agent", rel.Agent, "--agent-entrypoint", releaseBin(t, rel))
 			if code != 0 || len(rows) != 1 {

@@ -93,7 +93,7 @@ func eachRelease(t *testing.T, agent string, format trajectory.Format, f func(t 
 // script has run.
 func releaseBin(t *testing.T, rel tested.Release) string {
 	t.Helper()
-	bin := filepath.Join(e2eDir(t), "cli", rel.Agent+"@"+rel.Version, "node_modules", ".bin", rel.Binary)
+	bin := rel.Path(e2eDir(t))
 	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s %s is not installed at %s: install-clis.sh should have installed it", rel.Agent, rel.Version, bin)

@@ -60,7 +60,7 @@ type run struct {
 	config map[string]string // config files written under home, by path relative to it
 }
 
-func projectRoot(t *testing.T) string {
+func projectRoot(t testing.TB) string {
 	t.Helper()
 	wd, err := os.Getwd()
 	if err != nil {
@@ -71,7 +71,7 @@ func projectRoot(t *testing.T) string {
 
 // e2eDir is where install-clis.sh installs the CLIs (PVISOR_E2E_DIR, as for
 // the script).
-func e2eDir(t *testing.T) string {
+func e2eDir(t testing.TB) string {
 	if d := os.Getenv("PVISOR_E2E_DIR"); d != "" {
 		return d
 	}

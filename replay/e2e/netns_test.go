@@ -20,7 +20,7 @@ import (
 // The thread stays locked and is never handed back: when the (sub)test goroutine
 // ends, the runtime destroys it instead of reusing a thread in a foreign namespace.
 // Threads the runtime creates meanwhile come from its template thread, not this one.
-func enterLoopbackNetns(t *testing.T) {
+func enterLoopbackNetns(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: the CLIs run in a private network namespace (unshare CLONE_NEWNET)")

@@ -20,8 +20,14 @@ type Paths struct{ From, To string }
 // Active reports whether there is anything to replace.
 func (p Paths) Active() bool { return p.From != "" && p.From != p.To }
 
-// Reverse maps To back to From.
-func (p Paths) Reverse() Paths { return Paths{From: p.To, To: p.From} }
+// Reverse maps To back to From; it maps nothing when From is unknown (a
+// trajectory that records no cwd), instead of erasing To.
+func (p Paths) Reverse() Paths {
+	if p.From == "" {
+		return Paths{}
+	}
+	return Paths{From: p.To, To: p.From}
+}
 
 // String replaces every whole-path occurrence of From in s.
 func (p Paths) String(s string) string {

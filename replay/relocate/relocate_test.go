@@ -116,3 +116,15 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestReverseUnknownCwd: without a recorded cwd nothing was mapped, so
+// nothing is mapped back (the workspace path must not become "").
+func TestReverseUnknownCwd(t *testing.T) {
+	p := Paths{From: "", To: "/ws"}
+	if r := p.Reverse(); r.Active() || r.String("cd /ws && ls") != "cd /ws && ls" {
+		t.Errorf("Reverse of %+v = %+v", p, r)
+	}
+	if r := (Paths{From: "/rec", To: "/ws"}).Reverse(); r.From != "/ws" || r.To != "/rec" {
+		t.Errorf("Reverse = %+v", r)
+	}
+}

@@ -6,6 +6,7 @@ package tested
 import (
 	_ "embed"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -15,6 +16,26 @@ var versionsTxt string
 // Release is one line of versions.txt.
 type Release struct {
 	Agent, Package, Version, Binary string
+	// Registry is where Package comes from: RegistryNPM, or RegistryPyPI
+	// for a package column prefixed "pypi:" (the prefix is not part of
+	// Package).
+	Registry string
+}
+
+// Registries of versions.txt's package column.
+const (
+	RegistryNPM  = "npm"
+	RegistryPyPI = "pypi"
+)
+
+// Path is where testdata/e2e/install-clis.sh installs the release's
+// executable under its directory dir (PVISOR_E2E_DIR): npm packages under
+// cli/, PyPI packages in a venv under py/.
+func (r Release) Path(dir string) string {
+	if r.Registry == RegistryPyPI {
+		return filepath.Join(dir, "py", r.Agent+"@"+r.Version, "bin", r.Binary)
+	}
+	return filepath.Join(dir, "cli", r.Agent+"@"+r.Version, "node_modules", ".bin", r.Binary)
 }
 
 // Releases are the tested releases in file order.
@@ -28,8 +49,9 @@ func mustParse(s string) []Release {
 	return rs
 }
 
-// Parse reads versions.txt: one release per line (agent, npm package,
-// version, binary), '#' comments and blank lines ignored.
+// Parse reads versions.txt: one release per line (agent, package, version,
+// binary; the package is npm's unless prefixed "pypi:"), '#' comments and
+// blank lines ignored.
 func Parse(s string) ([]Release, error) {
 	var out []Release
 	for n, line := range strings.Split(s, "\n") {
@@ -46,7 +68,14 @@ func Parse(s string) ([]Release, error) {
 		if _, err := ParseSemver(f[2]); err != nil {
 			return nil, fmt.Errorf("versions.txt:%d: %w", n+1, err)
 		}
-		out = append(out, Release{Agent: f[0], Package: f[1], Version: f[2], Binary: f[3]})
+		rel := Release{Agent: f[0], Package: f[1], Version: f[2], Binary: f[3], Registry: RegistryNPM}
+		if name, ok := strings.CutPrefix(f[1], "pypi:"); ok {
+			if name == "" {
+				return nil, fmt.Errorf("versions.txt:%d: \"pypi:\" names no package", n+1)
+			}
+			rel.Package, rel.Registry = name, RegistryPyPI
+		}
+		out = append(out, rel)
 	}
 	return out, nil
 }

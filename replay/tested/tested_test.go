@@ -56,7 +56,7 @@ func TestVersionsFile(t *testing.T) {
 		}
 		pkg[r.Agent], bin[r.Agent] = r.Package, r.Binary
 	}
-	for _, a := range []string{"claude-code", "codex", "opencode", "pi"} {
+	for _, a := range []string{"claude-code", "codex", "opencode", "pi", "mini-swe-agent"} {
 		if len(Of(a)) == 0 {
 			t.Errorf("no tested release of %s", a)
 		}
@@ -75,6 +75,39 @@ func TestParseRejects(t *testing.T) {
 	rs, err := Parse("# c\n\nx p 1.10.0 x # trailing\nx p 1.9.0 x\n")
 	if err != nil || len(rs) != 2 {
 		t.Fatalf("Parse = %v, %v", rs, err)
+	}
+	if _, err := Parse("x pypi: 1.0.0 x"); err == nil || !strings.Contains(err.Error(), "names no package") {
+		t.Errorf("an empty pypi: package parsed (%v)", err)
+	}
+}
+
+// TestRegistries: a "pypi:" package column is a Python package installed
+// into a venv; anything else is npm's. Ranges span both kinds alike.
+func TestRegistries(t *testing.T) {
+	rs, err := Parse("a @scope/a 1.2.0 a\nm pypi:mini-swe-agent 2.4.6 mini\nm pypi:mini-swe-agent 1.17.5 mini\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		i                  int
+		pkg, registry, bin string
+	}{
+		{0, "@scope/a", RegistryNPM, "/e/cli/a@1.2.0/node_modules/.bin/a"},
+		{1, "mini-swe-agent", RegistryPyPI, "/e/py/m@2.4.6/bin/mini"},
+	} {
+		r := rs[tc.i]
+		if r.Package != tc.pkg || r.Registry != tc.registry || r.Path("/e") != tc.bin {
+			t.Errorf("line %d: %+v at %s, want package %s from %s at %s", tc.i+1, r, r.Path("/e"), tc.pkg, tc.registry, tc.bin)
+		}
+	}
+	old := Releases
+	t.Cleanup(func() { Releases = old })
+	Releases = rs
+	if got := RangeOf("m").String(); got != ">=1.17.5 <=2.4.6" {
+		t.Errorf("RangeOf(m) = %s", got)
+	}
+	if got := Of("m"); len(got) != 2 || got[0].Version != "1.17.5" {
+		t.Errorf("Of(m) = %+v, want oldest first", got)
 	}
 }
 

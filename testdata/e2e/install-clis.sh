@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Installs every agent CLI release listed in replay/tested/versions.txt side by side
-# into an ignored folder, for the e2e version matrix (go test -tags e2e ./replay/e2e),
+# Installs every agent release listed in replay/tested/versions.txt side by side
+# into an ignored folder (npm packages as they are, `pypi:` packages each into a
+# Python virtual environment), for the e2e version matrix (go test -tags e2e ./replay/e2e),
 # `make demo` and `pvisor doctor`; plus the search tools the CLIs shell out to and
 # would otherwise try to download (which fails offline): ripgrep for OpenCode's
 # glob/grep and Pi's grep, fd (Debian: fdfind) for Pi's find.
 #
-# Layout:  .e2e/cli/<agent>@<version>/node_modules/.bin/<binary>   every listed release
+# Layout:  .e2e/cli/<agent>@<version>/node_modules/.bin/<binary>   every listed npm release
+#          .e2e/py/<agent>@<version>/bin/<binary>                  every listed PyPI release (a venv)
 #          .e2e/bin/<binary>                                       the newest listed release
 # Usage:   testdata/e2e/install-clis.sh            every listed release, into <repo>/.e2e
 #          testdata/e2e/install-clis.sh codex      only the newest listed release of codex (make demo)
@@ -18,7 +20,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=${PVISOR_E2E_DIR:-$root/.e2e}
 versions="$root/replay/tested/versions.txt"
 
-mkdir -p "$dir/cli" "$dir/bin"
+mkdir -p "$dir/cli" "$dir/py" "$dir/bin"
 [ -f "$dir/.gitignore" ] || printf '*\n' >"$dir/.gitignore"
 
 # agent package version binary, comments stripped; sorted so the newest of each
@@ -33,21 +35,42 @@ if [ $# -gt 0 ]; then # the newest release of each named agent
 fi
 
 while read -r agent pkg version bin; do
-  prefix="$dir/cli/$agent@$version"
-  exe="$prefix/node_modules/.bin/$bin"
-  stamp="$prefix/.pvisor-installed"
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$pkg@$version" ] || [ ! -x "$exe" ]; then
-    command -v npm >/dev/null || { echo "install-clis: npm not found; install Node.js >= 20 and npm first" >&2; exit 1; }
-    echo "install-clis: installing $pkg@$version into $prefix" >&2
-    rm -f "$stamp"
-    mkdir -p "$prefix"
-    # No package.json of ours: --prefix makes npm create a throwaway one.
-    npm install --prefix "$prefix" --no-audit --no-fund --no-update-notifier \
-      --loglevel=error "$pkg@$version" >&2
-    "$exe" --version >/dev/null 2>&1 ||
-      { echo "install-clis: $bin --version failed after installing $pkg@$version; see $prefix" >&2; exit 1; }
-    printf '%s\n' "$pkg@$version" >"$stamp"
-  fi
+  case $pkg in
+  pypi:*) # a Python package: its own venv, so releases never share site-packages
+    pkg=${pkg#pypi:}
+    prefix="$dir/py/$agent@$version"
+    exe="$prefix/bin/$bin"
+    stamp="$prefix/.pvisor-installed"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "pypi:$pkg==$version" ] || [ ! -x "$exe" ]; then
+      py=$(command -v python3) || { echo "install-clis: python3 not found; install Python >= 3.10 with venv and pip first" >&2; exit 1; }
+      echo "install-clis: installing $pkg==$version into $prefix" >&2
+      rm -rf "$prefix"
+      "$py" -m venv "$prefix" >&2
+      PIP_DISABLE_PIP_VERSION_CHECK=1 "$prefix/bin/python" -m pip install --quiet --no-input "$pkg==$version" >&2
+      # A throwaway HOME: Python CLIs create their config dirs on first start.
+      HOME="$prefix/.pvisor-home" XDG_CONFIG_HOME="$prefix/.pvisor-home/.config" "$exe" --help >/dev/null 2>&1 ||
+        { echo "install-clis: $bin --help failed after installing $pkg==$version; see $prefix" >&2; exit 1; }
+      printf '%s\n' "pypi:$pkg==$version" >"$stamp"
+    fi
+    ;;
+  *)
+    prefix="$dir/cli/$agent@$version"
+    exe="$prefix/node_modules/.bin/$bin"
+    stamp="$prefix/.pvisor-installed"
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$pkg@$version" ] || [ ! -x "$exe" ]; then
+      command -v npm >/dev/null || { echo "install-clis: npm not found; install Node.js >= 20 and npm first" >&2; exit 1; }
+      echo "install-clis: installing $pkg@$version into $prefix" >&2
+      rm -f "$stamp"
+      mkdir -p "$prefix"
+      # No package.json of ours: --prefix makes npm create a throwaway one.
+      npm install --prefix "$prefix" --no-audit --no-fund --no-update-notifier \
+        --loglevel=error "$pkg@$version" >&2
+      "$exe" --version >/dev/null 2>&1 ||
+        { echo "install-clis: $bin --version failed after installing $pkg@$version; see $prefix" >&2; exit 1; }
+      printf '%s\n' "$pkg@$version" >"$stamp"
+    fi
+    ;;
+  esac
   ln -sfn "$exe" "$dir/bin/$bin" # the last line of each agent (the newest) wins
 done <<<"$releases"
 

@@ -122,6 +122,10 @@ func (d *decoder) object() error {
 			d.tf, d.hasTF = strings.Clone(v.Str), true
 		case "info":
 			d.t.Version = strings.Clone(v.Get("mini_version").String())
+			if c := v.Get("config"); c.IsObject() {
+				d.t.Config = json.RawMessage(strings.Clone(c.Raw))
+				d.t.Cwd = strings.Clone(c.Get("environment.cwd").String())
+			}
 			for _, p := range []string{"config.agent.action_regex", "config.model.action_regex"} {
 				if re := v.Get(p); re.Type == gjson.String && d.regex == "" {
 					d.regex = strings.Clone(re.Str)

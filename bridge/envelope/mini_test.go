@@ -1,0 +1,89 @@
+package envelope
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pvisor/pvisor/bridge"
+)
+
+var miniPrefix = []json.RawMessage{
+	json.RawMessage(`{"role":"system","content":"sys"}`),
+	json.RawMessage(`{"role":"user","content":"task"}`),
+	json.RawMessage(`{"content":"Step 1.","role":"assistant","tool_calls":[{"function":{"arguments":"{\"command\":\"ls\"}","name":"bash"},"id":"c1","type":"function"}]}`),
+	json.RawMessage(`{"content":"{\n  \"returncode\": 0\n}","role":"tool","tool_call_id":"c1"}`),
+}
+
+func miniBody(msgs ...string) []byte {
+	return []byte(`{"model":"fake","messages":[` + strings.Join(msgs, ",") + `],"tools":[{"type":"function"}]}`)
+}
+
+// TestMiniEnvelope: the runner's requests start with the projection (key
+// order and spacing may differ) and are forwarded unchanged; anything else
+// is refused.
+func TestMiniEnvelope(t *testing.T) {
+	p := rawStrings(miniPrefix)
+	reordered := `{"role": "assistant", "content": "Step 1.", "tool_calls": [{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]}`
+	live := []string{`{"role":"assistant","content":"Step 2.","tool_calls":[{"id":"c2","type":"function","function":{"name":"bash","arguments":"{}"}}]}`,
+		`{"role":"tool","tool_call_id":"c2","content":"x"}`}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		err  string
+		live int
+	}{
+		{"boundary", miniBody(p...), "", 0},
+		{"reordered keys", miniBody(p[0], p[1], reordered, p[3]), "", 0},
+		{"live", miniBody(append(append([]string{}, p...), live...)...), "", 1},
+		{"short", miniBody(p[:3]...), "ends before the boundary", 0},
+		{"tampered", miniBody(p[0], p[1], p[2], `{"content":"other","role":"tool","tool_call_id":"c1"}`), "differs from message 3", 0},
+		{"system replaced", miniBody(append([]string{`{"role":"system","content":"new"}`}, p[1:]...)...), "differs from message 0", 0},
+		{"not json", []byte(`{`), "not valid JSON", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := NewMini(miniPrefix, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fwd, err := m.Check(context.Background(), &bridge.Request{Route: bridge.RouteChat, Body: tc.body})
+			if tc.err != "" {
+				var ref *bridge.Refusal
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.As(err, &ref) {
+					t.Fatalf("err = %v, want a refusal with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || string(fwd) != string(tc.body) {
+				t.Fatalf("err %v; the body must be forwarded unchanged", err)
+			}
+			rep := m.Report()
+			if rep.Accepted != 1 || rep.MaxLiveTurns != tc.live || rep.NonceRemoved != 0 || (tc.live == 0) != (rep.BoundaryEnds == 1) {
+				t.Errorf("report %+v", rep)
+			}
+		})
+	}
+	if _, err := NewMini(miniPrefix, Options{Prompt: "p"}); err == nil {
+		t.Error("a boundary prompt was accepted")
+	}
+	m, _ := NewMini(miniPrefix, Options{})
+	if _, err := m.Check(context.Background(), &bridge.Request{Route: bridge.RouteResponses, Body: miniBody(p...)}); err == nil {
+		t.Error("a Responses request was accepted")
+	}
+}
+
+// TestMiniBudget: a request past the budget is held and reported, never
+// forwarded.
+func TestMiniBudget(t *testing.T) {
+	fired := 0
+	m, _ := NewMini(miniPrefix, Options{MaxLiveTurns: 1, OnBudget: func() { fired++ }})
+	p := rawStrings(miniPrefix)
+	over := miniBody(append(append([]string{}, p...), `{"role":"assistant","content":"a"}`, `{"role":"user","content":"b"}`)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.Check(ctx, &bridge.Request{Route: bridge.RouteChat, Body: over}); err == nil || fired != 1 || !m.Report().BudgetExceeded {
+		t.Errorf("err %v, fired %d, report %+v", err, fired, m.Report())
+	}
+}
