@@ -3,6 +3,7 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"strconv"
 	"strings"
@@ -59,16 +60,37 @@ type decoder struct {
 	newResp bool // a delimiter came after the open action's last item
 	calls   map[string]callRef
 	records int
+	// cut drops the actions after a DecodePrefix's boundary; the ids of
+	// their calls stay in dropped, hashed, so a repeated id or a late
+	// output is still noticed (and decided by a full decode).
+	cut     trajectory.Cutter
+	dropped map[uint64]struct{}
+	seed    maphash.Seed
 }
 
 // Decode reads a rollout as a stream; only the model-visible text of the
 // session (texts, reasoning summaries, arguments, outputs) is kept.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+	return decode(r, opts, 0)
+}
+
+// DecodePrefix is Decode keeping only the actions up to step afterStep:
+// a response is final once the next one begins (a later output is an
+// error), so the ones past the boundary are dropped as they end.
+func (format) DecodePrefix(r io.Reader, _ io.ReaderAt, opts trajectory.Options, afterStep int) (*trajectory.Trajectory, error) {
+	return decode(r, opts, afterStep)
+}
+
+func decode(r io.Reader, opts trajectory.Options, limit int) (*trajectory.Trajectory, error) {
 	d := &decoder{
 		opts:  opts,
 		t:     &trajectory.Trajectory{Agent: trajectory.Codex, Format: SubFormat},
 		cur:   -1,
 		calls: map[string]callRef{},
+		cut:   trajectory.Cutter{Limit: limit},
+	}
+	if limit > 0 {
+		d.dropped, d.seed = map[uint64]struct{}{}, maphash.MakeSeed()
 	}
 	jr := jsonl.NewReader(r)
 	for jr.Next() {
@@ -79,6 +101,7 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 	if err := jr.Err(); err != nil {
 		return nil, err
 	}
+	d.cut.Settle(d.t, d.drop)
 	d.t.TornTail = jr.Torn()
 	d.t.Lines = jr.Lines()
 	if d.records == 0 {
@@ -238,6 +261,23 @@ func (d *decoder) sessionMeta(l jsonl.Line, p rec, first bool) error {
 	return nil
 }
 
+// drop forgets the calls of an action past the boundary but their ids.
+func (d *decoder) drop(a *trajectory.Action) {
+	for i := range a.Calls {
+		delete(d.calls, a.Calls[i].ID)
+		d.dropped[maphash.String(d.seed, a.Calls[i].ID)] = struct{}{}
+	}
+}
+
+// wasDropped reports whether id may be the id of a dropped call.
+func (d *decoder) wasDropped(id string) bool {
+	if len(d.dropped) == 0 {
+		return false
+	}
+	_, ok := d.dropped[maphash.String(d.seed, id)]
+	return ok
+}
+
 func lineLoc(l jsonl.Line) trajectory.Locator {
 	return trajectory.Locator{Unit: "line", First: l.N, Last: l.N, StartByte: l.Offset, EndByte: l.End}
 }
@@ -246,6 +286,7 @@ func lineLoc(l jsonl.Line) trajectory.Locator {
 // since the last model item.
 func (d *decoder) action(l jsonl.Line) *trajectory.Action {
 	if d.cur < 0 || d.newResp {
+		d.cut.Settle(d.t, d.drop)
 		d.t.Actions = append(d.t.Actions, trajectory.Action{})
 		d.cur = len(d.t.Actions) - 1
 		d.newResp = false
@@ -361,6 +402,9 @@ func (d *decoder) call(l jsonl.Line, p rec, name string, args json.RawMessage) e
 		return trajectory.Errorf(l.N, "call_id %s is used again (first call at line %d)", id.Str,
 			d.t.Actions[prev.action].Calls[prev.call].Locator.First)
 	}
+	if d.wasDropped(id.Str) {
+		return trajectory.ErrNeedFull
+	}
 	a := d.action(l)
 	a.Calls = append(a.Calls, trajectory.ToolCall{ID: keep(id), Name: name, Arguments: args, Locator: lineLoc(l)})
 	d.calls[a.Calls[len(a.Calls)-1].ID] = callRef{d.cur, len(a.Calls) - 1}
@@ -377,6 +421,9 @@ func (d *decoder) output(l jsonl.Line, p rec, typ string) error {
 		return nil // an output kind without a call link carries nothing to pair
 	}
 	ref, ok := d.calls[id.Str]
+	if !ok && d.wasDropped(id.Str) {
+		return trajectory.ErrNeedFull
+	}
 	if !ok {
 		return &trajectory.Error{Kind: trajectory.Malformed, Line: l.N,
 			Msg:  typ + " for call_id " + strconv.Quote(id.Str) + " has no earlier call with that id",

@@ -26,6 +26,8 @@ type builder struct {
 	// guessCwd derives Trajectory.Cwd from tool parts, for run events,
 	// which do not record the session directory (see cwdFromPart).
 	guessCwd bool
+	// cut drops the steps after a DecodePrefix's boundary as they close.
+	cut trajectory.Cutter
 }
 
 type piece struct{ id, text string }
@@ -54,6 +56,7 @@ func (b *builder) close() {
 	b.texts, b.reasons = b.texts[:0], b.reasons[:0]
 	clear(b.calls)
 	b.cur = -1
+	b.cut.Settle(b.t, nil)
 }
 
 func join(ps []piece) string {
