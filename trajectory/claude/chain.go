@@ -2,6 +2,7 @@ package claude
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -17,7 +18,7 @@ type act struct {
 
 type callRef struct{ act, call int }
 
-func (d *decoder) build() (*trajectory.Trajectory, error) {
+func (d *decoder) build(src io.ReaderAt, limit int) (*trajectory.Trajectory, error) {
 	if d.leaf < 0 {
 		if d.sideLines > 0 {
 			return nil, d.subagentError()
@@ -55,6 +56,9 @@ func (d *decoder) build() (*trajectory.Trajectory, error) {
 		return nil, err
 	}
 	t.NumberSteps()
+	if d.lean {
+		return d.prefix(t, acts, src, limit)
+	}
 	return t, nil
 }
 
@@ -208,20 +212,15 @@ func (d *decoder) unmatched(e *entry, i int) error {
 func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
 	t.Actions = make([]trajectory.Action, len(acts))
 	calls := make(map[string]callRef)
-	var text, reasoning []string
 	for ai := range acts {
 		a := &t.Actions[ai]
-		text, reasoning = text[:0], reasoning[:0]
+		a.Text, a.Reasoning = d.texts(acts[ai].frags)
 		for _, ei := range acts[ai].frags {
 			e := &d.entries[ei]
 			loc := d.loc(ei)
 			a.Locator = a.Locator.Extend(loc)
 			for _, b := range d.blocks[e.data : e.data+e.ndata] {
 				switch b.kind {
-				case blockText:
-					text = append(text, b.text)
-				case blockThinking:
-					reasoning = append(reasoning, b.text)
 				case blockToolUse:
 					if prev, dup := calls[b.text]; dup {
 						return trajectory.Errorf(loc.First, "duplicate tool_use id %s (first at line %d)",
@@ -236,8 +235,6 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
 				}
 			}
 		}
-		a.Text = strings.Join(text, "\n")
-		a.Reasoning = strings.Join(reasoning, "\n")
 	}
 	for ai := range acts {
 		for _, ei := range acts[ai].results {
@@ -260,4 +257,22 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
 		}
 	}
 	return nil
+}
+
+// texts joins the text and the thinking blocks of a response's entries.
+func (d *decoder) texts(frags []int32) (text, reasoning string) {
+	ts, rs := d.scratch[0][:0], d.scratch[1][:0]
+	defer func() { d.scratch[0], d.scratch[1] = ts, rs }()
+	for _, ei := range frags {
+		e := &d.entries[ei]
+		for _, b := range d.blocks[e.data : e.data+e.ndata] {
+			switch b.kind {
+			case blockText:
+				ts = append(ts, b.text)
+			case blockThinking:
+				rs = append(rs, b.text)
+			}
+		}
+	}
+	return strings.Join(ts, "\n"), strings.Join(rs, "\n")
 }
