@@ -40,6 +40,11 @@ func (c *Cutter) Settle(t *Trajectory, drop func(*Action)) {
 	t.Cut = c.Limit
 }
 
+// Done reports whether the boundary step is settled: every action begun
+// since the last Settle, and every later one, will be dropped, so a decoder
+// need not read what they say (it still validates them).
+func (c *Cutter) Done() bool { return c.keep > 0 }
+
 // ErrNeedFull is returned (wrapped or not) by a DecodePrefix that met
 // something it cannot judge without what it left out, such as a call id
 // that may repeat one of a dropped step: DecodePrefix then decodes it all.

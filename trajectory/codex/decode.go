@@ -310,26 +310,32 @@ func (d *decoder) item(l jsonl.Line, p rec) error {
 			d.newResp = true
 			return nil
 		}
-		a := d.action(l)
-		a.Text = join(a.Text, contentText(p.Get("payload.content"), ""))
+		if a := d.action(l); !d.cut.Done() {
+			a.Text = join(a.Text, contentText(p.Get("payload.content"), ""))
+		}
 	case "reasoning":
-		a := d.action(l)
-		a.Reasoning = join(a.Reasoning, reasoningText(p))
+		if a := d.action(l); !d.cut.Done() {
+			a.Reasoning = join(a.Reasoning, reasoningText(p))
+		}
 	case "function_call":
-		return d.call(l, p, keep(p.Get("payload.name")), functionArgs(p.Get("payload.arguments")))
+		var args json.RawMessage
+		if !d.cut.Done() {
+			args = functionArgs(p.Get("payload.arguments"))
+		}
+		return d.call(l, p, keep(p.Get("payload.name")), args)
 	case "custom_tool_call":
 		// Freeform input (apply_patch's patch text) stays a JSON string.
 		in := p.Get("payload.input")
 		if in.Type != gjson.String {
 			return trajectory.Errorf(l.N, "custom_tool_call has no string \"input\"")
 		}
-		return d.call(l, p, keep(p.Get("payload.name")), json.RawMessage(strings.Clone(in.Raw)))
+		return d.call(l, p, keep(p.Get("payload.name")), d.raw(in))
 	case "local_shell_call":
 		act := p.Get("payload.action")
 		if !act.IsObject() {
 			return trajectory.Errorf(l.N, "local_shell_call has no \"action\" object")
 		}
-		return d.call(l, p, "local_shell_call", json.RawMessage(strings.Clone(act.Raw)))
+		return d.call(l, p, "local_shell_call", d.raw(act))
 	case "tool_search_call":
 		return d.call(l, p, "tool_search", rawOr(p.Get("payload.arguments"), "{}"))
 	case "web_search_call", "image_generation_call":
@@ -355,6 +361,14 @@ func (d *decoder) item(l jsonl.Line, p rec) error {
 		}
 	}
 	return nil
+}
+
+// raw copies a value's JSON text, unless its step will be dropped.
+func (d *decoder) raw(r gjson.Result) json.RawMessage {
+	if d.cut.Done() {
+		return nil
+	}
+	return json.RawMessage(strings.Clone(r.Raw))
 }
 
 func rawOr(r gjson.Result, def string) json.RawMessage {
@@ -444,6 +458,8 @@ func (d *decoder) output(l jsonl.Line, p rec, typ string) error {
 	var content string
 	var isErr bool
 	switch {
+	case d.cut.Done():
+		// a dropped step's output: only that it exists matters
 	case typ == "tool_search_output":
 		if !d.opts.SkipObservationContent {
 			content = keep(p.Get("payload.tools"))

@@ -100,7 +100,7 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options, src io.R
 			index[e.id] = len(entries)
 		}
 		if typ.Str == "message" {
-			m, ok, problem := parseMessage(msg, e.loc, opts.SkipObservationContent, lean)
+			m, ok, problem := parseMessage(msg, e.loc, opts.SkipObservationContent || cut.Done(), lean || cut.Done())
 			if problem != "" {
 				return nil, trajectory.Errorf(ln.N, "%s", problem)
 			}
