@@ -93,8 +93,8 @@ type decoder struct {
 
 	buf []byte // the current line, for ownership checks
 
-	// lean (DecodePrefix) keeps no text, reasoning, tool input or result
-	// content: which entries form the prefix is known only at the end, and
+	// lean (DecodePrefix) keeps no text or thinking blocks, tool input or
+	// result content: which entries form the prefix is known only at the end, and
 	// those are read again then (see prefix.go).
 	lean  bool
 	names map[string]string // tool names, interned
@@ -320,8 +320,8 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 		e.flags |= flagSynthetic
 	}
 	e.data = int32(len(d.blocks))
-	if content.Type == gjson.String {
-		d.blocks = append(d.blocks, block{kind: blockText, text: d.text(content.Str)})
+	if content.Type == gjson.String && !d.lean {
+		d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(content.Str)})
 	}
 	var err error
 	content.ForEach(func(_, b gjson.Result) bool {
@@ -348,9 +348,13 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 		})
 		switch typ.Str {
 		case "text":
-			d.blocks = append(d.blocks, block{kind: blockText, text: d.text(text.Str)})
+			if !d.lean {
+				d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(text.Str)})
+			}
 		case "thinking":
-			d.blocks = append(d.blocks, block{kind: blockThinking, text: d.text(thinking.Str)})
+			if !d.lean {
+				d.blocks = append(d.blocks, block{kind: blockThinking, text: d.keep(thinking.Str)})
+			}
 		case "tool_use":
 			if id.Type != gjson.String || id.Str == "" {
 				err = trajectory.Errorf(int(e.line), "tool_use block has no id")
@@ -432,14 +436,6 @@ func resultText(c gjson.Result) string {
 		return parts[0]
 	}
 	return strings.Join(parts, "\n")
-}
-
-// text keeps a text or thinking block's text, none in a lean decode.
-func (d *decoder) text(s string) string {
-	if d.lean {
-		return ""
-	}
-	return d.keep(s)
 }
 
 // name interns a tool name: a session uses a handful, thousands of times.

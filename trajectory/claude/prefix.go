@@ -3,6 +3,7 @@ package claude
 import (
 	"fmt"
 	"io"
+	"strings"
 	"unsafe"
 
 	"github.com/pvisor/pvisor/trajectory"
@@ -35,7 +36,6 @@ func (d *decoder) prefix(t *trajectory.Trajectory, acts []act, src io.ReaderAt, 
 			}
 		}
 	}
-	d.lean = false
 	for ai := range keep {
 		if err := d.refill(&t.Actions[ai], acts[ai].frags, src); err != nil {
 			return nil, err
@@ -52,6 +52,8 @@ func (d *decoder) prefix(t *trajectory.Trajectory, acts []act, src io.ReaderAt, 
 // refill reads a's entries again for its text, reasoning, call inputs and,
 // unless the options skip them, its results' content.
 func (d *decoder) refill(a *trajectory.Action, frags []int32, src io.ReaderAt) error {
+	var texts, thoughts []string
+	k := 0
 	for _, ei := range frags {
 		e := &d.entries[ei]
 		line, err := readAt(src, e.start, e.end)
@@ -62,22 +64,28 @@ func (d *decoder) refill(a *trajectory.Action, frags []int32, src io.ReaderAt) e
 		sub.buf = line
 		f := sub.scan(unsafe.String(unsafe.SliceData(line), len(line)))
 		var se entry
-		if err := sub.assistant(&se, f.msg, f.apiErr); err != nil || se.ndata != e.ndata {
+		if err := sub.assistant(&se, f.msg, f.apiErr); err != nil {
 			return changed(int(e.line))
 		}
-		copy(d.blocks[e.data:e.data+e.ndata], sub.blocks)
-	}
-	a.Text, a.Reasoning = d.texts(frags)
-	k := 0
-	for _, ei := range frags {
-		e := &d.entries[ei]
-		for _, b := range d.blocks[e.data : e.data+e.ndata] {
-			if b.kind == blockToolUse {
+		for _, b := range sub.blocks {
+			switch b.kind {
+			case blockText:
+				texts = append(texts, b.text)
+			case blockThinking:
+				thoughts = append(thoughts, b.text)
+			case blockToolUse:
+				if k >= len(a.Calls) || a.Calls[k].ID != b.text {
+					return changed(int(e.line))
+				}
 				a.Calls[k].Arguments = b.input
 				k++
 			}
 		}
 	}
+	if k != len(a.Calls) {
+		return changed(a.Locator.First)
+	}
+	a.Text, a.Reasoning = strings.Join(texts, "\n"), strings.Join(thoughts, "\n")
 	if d.opts.SkipObservationContent {
 		return nil
 	}
