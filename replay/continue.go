@@ -75,10 +75,11 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if err != nil {
 		return fail(result.WorkspaceError, "version probe home: %v", err)
 	}
-	version, printed, err := probeVersion(ctx, entry, probeEnv)
+	version, printed, cached, err := cachedVersion(ctx, filepath.Dir(r.stateDir), entry, probeEnv)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
+	r.res.Metadata["agent_version_cached"] = cached
 	r.res.Agent.Version = &version
 	if declared != "" && declared != version {
 		return fail(result.UnsupportedVersion, "--agent-runtime declares %s %s, but %s reports %s", agent, declared, entry, version)

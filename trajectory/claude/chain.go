@@ -52,13 +52,13 @@ func (d *decoder) build(src io.ReaderAt, limit int) (*trajectory.Trajectory, err
 			t.Cwd = d.cwds.list[e.cwd]
 		}
 	}
-	if err := d.materialize(t, acts); err != nil {
-		return nil, err
-	}
-	t.NumberSteps()
 	if d.lean {
 		return d.prefix(t, acts, src, limit)
 	}
+	if err := d.materialize(t, acts, len(acts)); err != nil {
+		return nil, err
+	}
+	t.NumberSteps()
 	return t, nil
 }
 
@@ -209,10 +209,12 @@ func (d *decoder) unmatched(e *entry, i int) error {
 		d.results[int(e.data)+i].toolUseID)
 }
 
-func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
-	t.Actions = make([]trajectory.Action, len(acts))
+// materialize builds the first keep acts' actions; results of later acts
+// whose calls are not among them are skipped (a lean pass checked them).
+func (d *decoder) materialize(t *trajectory.Trajectory, acts []act, keep int) error {
+	t.Actions = make([]trajectory.Action, keep)
 	calls := make(map[string]callRef)
-	for ai := range acts {
+	for ai := range acts[:keep] {
 		a := &t.Actions[ai]
 		a.Text, a.Reasoning = d.texts(acts[ai].frags)
 		for _, ei := range acts[ai].frags {
@@ -242,6 +244,9 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
 			loc := d.loc(ei)
 			for i, r := range d.results[e.data : e.data+e.ndata] {
 				ref, ok := calls[r.toolUseID]
+				if !ok && keep < len(acts) {
+					continue
+				}
 				if !ok {
 					return d.unmatched(e, i)
 				}

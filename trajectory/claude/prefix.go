@@ -18,35 +18,99 @@ func (f *Format) DecodePrefix(r io.Reader, src io.ReaderAt, opts trajectory.Opti
 	return newDecoder(opts).decode(r, src, afterStep)
 }
 
-// prefix cuts t, a lean decode, after step limit's response, and fills in
-// what the kept responses lack. The first later response that starts before
-// the step ends is kept too, so that WritePrefix still refuses to cut there.
+// prefix builds the responses up to step limit's and fills in what the lean
+// pass left out. The first later response that starts before the step ends
+// is kept too, so that WritePrefix still refuses to cut there.
 func (d *decoder) prefix(t *trajectory.Trajectory, acts []act, src io.ReaderAt, limit int) (*trajectory.Trajectory, error) {
-	keep := len(t.Actions)
-	if i := t.ActionIndex(limit); i >= 0 {
-		keep = i + 1
-		end := t.Actions[i].Locator.EndByte
-		for _, c := range t.Actions[i].Calls {
-			end = max(end, c.Observation.Locator.EndByte)
-		}
-		for j := i + 1; j < len(t.Actions); j++ {
-			if t.Actions[j].Locator.StartByte < end {
-				keep = j + 1
-				break
-			}
-		}
+	keep, err := d.pairLean(acts, limit)
+	if err != nil {
+		return nil, err
 	}
-	for ai := range keep {
+	if err := d.materialize(t, acts, keep); err != nil {
+		return nil, err
+	}
+	t.NumberSteps()
+	for ai := range t.Actions {
 		if err := d.refill(&t.Actions[ai], acts[ai].frags, src); err != nil {
 			return nil, err
 		}
 	}
-	if keep < len(t.Actions) {
-		clear(t.Actions[keep:])
-		t.Actions = t.Actions[:keep]
+	if keep < len(acts) {
 		t.Cut = limit
 	}
 	return t, nil
+}
+
+// pairLean pairs every result with its call, with the checks (and errors)
+// of materialize but without building actions, and returns how many acts
+// the prefix keeps: all of them when step limit is not reached.
+func (d *decoder) pairLean(acts []act, limit int) (int, error) {
+	type leanCall struct{ act, line, result int32 }
+	var lc []leanCall
+	calls := make(map[string]int32)
+	type span struct {
+		first, last int32 // lines, as Locator.Extend compares them
+		start, end  int64
+		calls, done int32
+	}
+	spans := make([]span, len(acts))
+	extend := func(s *span, e *entry) {
+		if s.first == 0 || e.line < s.first {
+			s.first, s.start = e.line, e.start
+		}
+		s.last, s.end = max(s.last, e.line), max(s.end, e.end)
+	}
+	for ai := range acts {
+		for _, ei := range acts[ai].frags {
+			e := &d.entries[ei]
+			extend(&spans[ai], e)
+			for _, b := range d.blocks[e.data : e.data+e.ndata] {
+				if b.kind != blockToolUse {
+					continue
+				}
+				if prev, dup := calls[b.text]; dup {
+					return 0, trajectory.Errorf(int(e.line), "duplicate tool_use id %s (first at line %d)", b.text, lc[prev].line)
+				}
+				calls[b.text] = int32(len(lc))
+				lc = append(lc, leanCall{act: int32(ai), line: e.line})
+				spans[ai].calls++
+			}
+		}
+	}
+	for ai := range acts {
+		for _, ei := range acts[ai].results {
+			e := &d.entries[ei]
+			for i, r := range d.results[e.data : e.data+e.ndata] {
+				ci, ok := calls[r.toolUseID]
+				if !ok {
+					return 0, d.unmatched(e, i)
+				}
+				c := &lc[ci]
+				if c.result != 0 {
+					return 0, trajectory.Errorf(int(e.line), "second tool_result for tool_use_id %s (first at line %d)", r.toolUseID, c.result)
+				}
+				c.result = e.line
+				spans[c.act].done++
+				extend(&spans[c.act], e)
+			}
+		}
+	}
+	steps := 0
+	for i := range spans {
+		if s := &spans[i]; s.calls == 0 || s.done < s.calls {
+			continue
+		}
+		if steps++; steps < limit {
+			continue
+		}
+		for j := i + 1; j < len(spans); j++ {
+			if spans[j].start < spans[i].end {
+				return j + 1, nil
+			}
+		}
+		return i + 1, nil
+	}
+	return len(acts), nil
 }
 
 // refill reads a's entries again for its text, reasoning, call inputs and,

@@ -15,7 +15,8 @@ import (
 // steps to agree with f.Decode: the same error when Decode fails, else the
 // same trajectory holding only the actions through the boundary step (a
 // format may keep some after it) with Cut saying whether any were left
-// out. A format without a DecodePrefix passes trivially.
+// out, and the same WritePrefix and PrefixModelTurns. A format without a
+// DecodePrefix passes trivially.
 func CheckDecodePrefix(t testing.TB, f trajectory.Format, data []byte, opts trajectory.Options, steps ...int) {
 	t.Helper()
 	if _, ok := f.(trajectory.PrefixDecoder); !ok {
@@ -35,6 +36,16 @@ func CheckDecodePrefix(t testing.TB, f trajectory.Format, data []byte, opts traj
 		}
 		if err := prefixOf(full, pt, n); err != nil {
 			t.Fatalf("DecodePrefix(%d): %v", n, err)
+		}
+		// What prepare does with it must not change either.
+		var want, got bytes.Buffer
+		werr := f.WritePrefix(&want, bytes.NewReader(data), int64(len(data)), full, n)
+		gerr := f.WritePrefix(&got, bytes.NewReader(data), int64(len(data)), pt, n)
+		if fmt.Sprint(werr) != fmt.Sprint(gerr) || !bytes.Equal(want.Bytes(), got.Bytes()) {
+			t.Fatalf("WritePrefix(%d) of the DecodePrefix: %v, %d bytes; of the whole decode: %v, %d bytes", n, gerr, got.Len(), werr, want.Len())
+		}
+		if werr == nil && f.PrefixModelTurns(full, n) != f.PrefixModelTurns(pt, n) {
+			t.Fatalf("PrefixModelTurns(%d) = %d, whole decode %d", n, f.PrefixModelTurns(pt, n), f.PrefixModelTurns(full, n))
 		}
 	}
 }
