@@ -27,14 +27,19 @@ func (d *decoder) build(src io.ReaderAt, limit int) (*trajectory.Trajectory, err
 			Msg:  "no main-thread user or assistant entry: not a Claude Code session",
 			Hint: "Claude Code sessions live in ~/.claude/projects/<project>/<session-id>.jsonl"}
 	}
+	// The uuid and message id tables are done with once the chain is
+	// known: on a large file they are a good part of the memory left.
+	d.msgIDs = nil
 	chain, err := d.walk()
 	if err != nil {
 		return nil, err
 	}
+	d.ids = idTable{}
 	acts, err := d.group(chain)
 	if err != nil {
 		return nil, err
 	}
+	d.entryOf = nil
 	t := &trajectory.Trajectory{Agent: trajectory.ClaudeCode, Format: "session-jsonl"}
 	for _, ei := range chain {
 		e := &d.entries[ei]
