@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The version a CLI printed is reused while the file run is the same, and
@@ -72,5 +73,44 @@ func TestVersionCache(t *testing.T) {
 	}
 	if v, _, cached, _ := cachedVersion(context.Background(), root, cli, os.Environ()); v != "2.0.0" || !cached {
 		t.Errorf("the cache was not rewritten: %q %v", v, cached)
+	}
+}
+
+// BenchmarkVersionProbe times the real CLIs' --version (PVISOR_E2E_DIR/bin)
+// against a cache hit for the same binary, interleaved: what a continuation
+// run saves once the state root has seen the CLI.
+func BenchmarkVersionProbe(b *testing.B) {
+	e2e := os.Getenv("PVISOR_E2E_DIR")
+	if e2e == "" {
+		b.Skip("PVISOR_E2E_DIR is not set (the installed agent CLIs)")
+	}
+	for _, cli := range []string{"claude", "codex", "opencode", "pi"} {
+		b.Run(cli, func(b *testing.B) {
+			entry := filepath.Join(e2e, "bin", cli)
+			if _, err := os.Stat(entry); err != nil {
+				b.Skip(err)
+			}
+			root := b.TempDir()
+			env, err := isolatedHome([]string{"PATH=" + filepath.Join(e2e, "bin") + ":/usr/bin:/bin"}, filepath.Join(root, "home"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			var probe, hit []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if _, _, err := probeVersion(context.Background(), entry, env); err != nil {
+					b.Fatal(err)
+				}
+				probe = append(probe, time.Since(start))
+				start = time.Now()
+				if _, _, _, err := cachedVersion(context.Background(), root, entry, env); err != nil {
+					b.Fatal(err)
+				}
+				hit = append(hit, time.Since(start))
+			}
+			b.ReportMetric(float64(median(probe).Microseconds())/1e3, "probe-p50-ms")
+			b.ReportMetric(float64(median(hit).Microseconds())/1e3, "cached-p50-ms")
+			b.ReportMetric(float64(median(hit))/float64(median(probe)), "cached/probe")
+		})
 	}
 }
