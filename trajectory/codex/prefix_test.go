@@ -10,8 +10,8 @@ import (
 	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
-// DecodePrefix agrees with Decode on every sample at every step and past
-// the last, with and without observation content.
+// DecodePrefix agrees with Decode on every sample at the first, middle and
+// last steps and past the last, with and without observation content.
 func TestDecodePrefixCorpus(t *testing.T) {
 	for _, path := range corpusFiles(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -22,7 +22,7 @@ func TestDecodePrefixCorpus(t *testing.T) {
 			tr, err := decodeBytes(t, data)
 			steps := []int{1}
 			if err == nil {
-				steps = append(formattest.AllSteps(tr), len(tr.Steps())+1)
+				steps = formattest.SomeSteps(tr)
 			}
 			formattest.CheckDecodePrefix(t, New(), data, trajectory.Options{}, steps...)
 			formattest.CheckDecodePrefix(t, New(), data, trajectory.Options{SkipObservationContent: true}, steps...)

@@ -246,7 +246,7 @@ func CheckDecode(t testing.TB, f trajectory.Format, data []byte, mayRefuse func(
 		CheckDecodePrefix(t, f, data, trajectory.Options{}, 1)
 		return nil
 	}
-	CheckDecodePrefix(t, f, data, trajectory.Options{}, append(sampleSteps(len(tr.Steps())), len(tr.Steps())+1)...)
+	CheckDecodePrefix(t, f, data, trajectory.Options{}, SomeSteps(tr)...)
 	CheckInvariants(t, tr)
 	if err := InFile(tr, len(data)); err != nil {
 		t.Fatal(err)

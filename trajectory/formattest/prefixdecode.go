@@ -71,3 +71,11 @@ func prefixOf(full, pt *trajectory.Trajectory, n int) error {
 	}
 	return nil
 }
+
+// SomeSteps are the boundaries CheckDecodePrefix is worth running at for
+// tr: the first, second, middle and last steps and one past the last (each
+// one decodes the whole file).
+func SomeSteps(tr *trajectory.Trajectory) []int {
+	n := len(tr.Steps())
+	return append(sampleSteps(n), n+1)
+}
