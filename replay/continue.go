@@ -75,16 +75,22 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if err != nil {
 		return fail(result.WorkspaceError, "version probe home: %v", err)
 	}
-	argv := []string{entry, "--version"}
+	// A VersionCommander asks its package, which can change without the
+	// interpreter that runs the command changing: it is not cached.
+	var version, printed string
+	var cached bool
 	if vc, ok := l.(VersionCommander); ok {
-		if argv, err = vc.VersionCommand(entry); err != nil {
-			return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
+		var argv []string
+		if argv, err = vc.VersionCommand(entry); err == nil {
+			version, printed, err = probeVersionWith(ctx, argv, probeEnv)
 		}
+	} else {
+		version, printed, cached, err = cachedVersion(ctx, filepath.Dir(r.stateDir), entry, probeEnv)
 	}
-	version, printed, err := probeVersionWith(ctx, argv, probeEnv)
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
+	r.res.Metadata["agent_version_cached"] = cached
 	r.res.Agent.Version = &version
 	if declared != "" && declared != version {
 		return fail(result.UnsupportedVersion, "--agent-runtime declares %s %s, but %s reports %s", agent, declared, entry, version)

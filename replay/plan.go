@@ -154,7 +154,14 @@ func BuildPlan(req *Request) (*Plan, error) {
 	// read (it stops at a torn tail or an error) is hashed afterwards.
 	hr := newHashingReader(io.NewSectionReader(f, 0, size))
 	defer hr.stop()
-	t, err := format.Decode(hr, opts)
+	var t *trajectory.Trajectory
+	if req.Mode == PrepareOnly {
+		// Nothing after the boundary is needed: memory stays flat in the
+		// file's size for formats that can leave it out.
+		t, err = trajectory.DecodePrefix(format, hr, f, opts, req.AfterStep)
+	} else {
+		t, err = format.Decode(hr, opts)
+	}
 	if err != nil {
 		return nil, decodeFailure(req.Trajectory, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -120,19 +121,66 @@ type capture struct {
 	all      headTail
 	log      *os.File
 	logErr   error
-	logBytes int64         // written to log
+	logBytes int64         // written to log (or pending)
 	logLost  int64         // not written: over MaxLogBytes
 	detached bool          // the call is over: later bytes (background writers) are dropped
 	notify   chan struct{} // buffered(1); poked on every write, for exec sessions
+
+	// The log is created while the child starts, not before: creating a
+	// file costs about as much as a journal fsync, a good part of a short
+	// call. Bytes that arrive before it is open wait in pending.
+	logPath string
+	opening bool          // openLog has not finished
+	pending []byte        // log bytes that came while opening
+	logOpen chan struct{} // closed when openLog is done; nil without a log
 }
 
-func newCapture(limit int, log *os.File) *capture {
+func newCapture(limit int, logPath string) *capture {
 	return &capture{
-		out:    headTail{limit: limit},
-		err:    headTail{limit: limit},
-		all:    headTail{limit: limit},
-		log:    log,
-		notify: make(chan struct{}, 1),
+		out:     headTail{limit: limit},
+		err:     headTail{limit: limit},
+		all:     headTail{limit: limit},
+		logPath: logPath,
+		opening: logPath != "",
+		notify:  make(chan struct{}, 1),
+	}
+}
+
+// startLog creates the log in the background; call it once, after the child
+// started and before anything reads its output.
+func (c *capture) startLog() {
+	if c.logPath == "" {
+		return
+	}
+	c.logOpen = make(chan struct{})
+	go c.openLog()
+}
+
+func (c *capture) openLog() {
+	defer close(c.logOpen)
+	var f *os.File
+	err := os.MkdirAll(filepath.Dir(c.logPath), 0o755)
+	if err == nil {
+		f, err = os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opening = false
+	if err != nil {
+		c.logErr, c.pending = err, nil
+		return
+	}
+	c.log = f
+	if len(c.pending) > 0 {
+		_, c.logErr = f.Write(c.pending)
+		c.pending = nil
+	}
+}
+
+// waitLog waits until the log is open or failed to open.
+func (c *capture) waitLog() {
+	if c.logOpen != nil {
+		<-c.logOpen
 	}
 }
 
@@ -148,13 +196,18 @@ func (c *capture) add(stream int, p []byte) {
 		c.out.write(p)
 	}
 	c.all.write(p)
-	if c.log != nil && c.logErr == nil {
+	if (c.log != nil || c.opening) && c.logErr == nil {
 		w := p
 		if room := MaxLogBytes - c.logBytes; int64(len(w)) > room {
 			w = w[:max(room, 0)]
 		}
 		c.logLost += int64(len(p) - len(w))
-		if len(w) > 0 {
+		switch {
+		case len(w) == 0:
+		case c.log == nil:
+			c.pending = append(c.pending, w...)
+			c.logBytes += int64(len(w))
+		default:
 			var n int
 			n, c.logErr = c.log.Write(w)
 			c.logBytes += int64(n)
@@ -183,6 +236,7 @@ func (c *capture) snapshot(reset bool) (stdout, stderr, combined Output) {
 // detach stops recording and closes the log; background writers keep their
 // pipe drained (so they never block or get SIGPIPE) but nothing is kept.
 func (c *capture) detach() error {
+	c.waitLog()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.detached {

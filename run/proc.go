@@ -67,17 +67,8 @@ func startProc(spec procSpec) (*proc, error) {
 	if err != nil {
 		return nil, fsErr(spec.op, spec.argv[0], err)
 	}
-	var log *os.File
-	if spec.logPath != "" {
-		if err := os.MkdirAll(filepath.Dir(spec.logPath), 0o755); err != nil {
-			return nil, fsErr(spec.op, spec.logPath, err)
-		}
-		if log, err = os.OpenFile(spec.logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644); err != nil {
-			return nil, fsErr(spec.op, spec.logPath, err)
-		}
-	}
 	p := &proc{
-		cap:    newCapture(spec.maxOutput, log),
+		cap:    newCapture(spec.maxOutput, spec.logPath),
 		waited: make(chan struct{}),
 		outEOF: make(chan struct{}),
 		code:   -1,
@@ -99,9 +90,6 @@ func startProc(spec procSpec) (*proc, error) {
 		closeAll(p.pipes)
 		if p.stdin != nil {
 			p.stdin.Close()
-		}
-		if log != nil {
-			log.Close()
 		}
 		return nil, fsErr(spec.op, spec.dir, err)
 	}
@@ -193,6 +181,7 @@ func startProc(spec procSpec) (*proc, error) {
 			return fail(err)
 		}
 	}
+	p.cap.startLog()
 	dones := make([]chan struct{}, len(p.pipes))
 	for i, r := range p.pipes {
 		dones[i] = make(chan struct{})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 )
 
 // Format is one agent's native session format. Each trajectory/<agent>
@@ -40,6 +41,33 @@ type Format interface {
 // unsupported agent (exit 11).
 type RunRefuser interface {
 	RefuseRun(continuation bool) error
+}
+
+// PrefixDecoder is a Format that can decode for a plan ending at a step
+// (prepare-only) in memory that does not grow with the file. Every line is
+// still read and validated, and the fields that decide where steps begin
+// and end are still read and checked, so a bad line anywhere is the error
+// Decode gives for it; but the actions after step afterStep are not kept
+// (Trajectory.Cut says so). src holds the bytes r streams, for formats that
+// learn which lines form the prefix only at the end of the file (a chain
+// that ends at the last entry) and read those lines again.
+type PrefixDecoder interface {
+	DecodePrefix(r io.Reader, src io.ReaderAt, opts Options, afterStep int) (*Trajectory, error)
+}
+
+// DecodePrefix decodes with f's DecodePrefix when it has one, else with
+// Decode (the whole trajectory then stays in memory). A DecodePrefix that
+// returns ErrNeedFull is followed by a Decode of all of src.
+func DecodePrefix(f Format, r io.Reader, src io.ReaderAt, opts Options, afterStep int) (*Trajectory, error) {
+	pd, ok := f.(PrefixDecoder)
+	if !ok || afterStep <= 0 {
+		return f.Decode(r, opts)
+	}
+	t, err := pd.DecodePrefix(r, src, opts, afterStep)
+	if errors.Is(err, ErrNeedFull) {
+		return f.Decode(io.NewSectionReader(src, 0, math.MaxInt64), opts)
+	}
+	return t, err
 }
 
 // Options tune a decode.

@@ -47,6 +47,9 @@ type Trajectory struct {
 	// Joined lists lines holding several records with no newline between
 	// them, which the agent's own loader skips (and so does the decoder).
 	Joined []JoinedLine `json:",omitempty"`
+	// Cut, when > 0, is the step a DecodePrefix stopped keeping at: the
+	// actions after step Cut were read and checked but are not in Actions.
+	Cut int `json:",omitempty"`
 }
 
 // JoinedLine is one skipped line of joined records.

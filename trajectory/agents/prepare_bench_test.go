@@ -1,10 +1,14 @@
 package agents
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +20,7 @@ import (
 // --after-step 1` process on a ~100 MB session of each agent and, in the
 // same loop, `wc -l` on the same file: the ratio of their median wall times
 // is the figure to keep low (target ≤ 4), and the child's peak RSS is
-// reported (target ≤ 48 MB). PVISOR_BENCH_1GB=1 also prepares a ~1 GB file
+// reported (target ≤ 48 MB; see runChild for how). PVISOR_BENCH_1GB=1 also prepares a ~1 GB file
 // once per agent and reports its peak RSS, which must equal the 100 MB one's
 // (memory flat in file size); generating it takes a minute or more. On a
 // shared machine wall times swing with the load; the CPU-time ratio (user +
@@ -96,17 +100,64 @@ type childCost struct {
 }
 
 // runChild runs a process to completion and returns its wall time, CPU time
-// and peak RSS.
+// and peak RSS. The peak is the child's own VmHWM, read from /proc while it
+// runs (the high-water mark never falls): the rusage maxrss of a child is at
+// least its parent's RSS when it was started (Linux carries the forked
+// memory's peak over the exec), so a test process that generated a large
+// file would hide every smaller child behind its own size.
 func runChild(b *testing.B, name string, args ...string) childCost {
 	cmd := exec.Command(name, args...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
 	start := time.Now()
-	out, err := cmd.Output()
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("%s: %v", name, err)
+	}
+	done := make(chan struct{})
+	hwm := make(chan int64)
+	go func() {
+		var peak int64
+		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		for {
+			if kib := vmHWM(status); kib > peak {
+				peak = kib
+			}
+			select {
+			case <-done:
+				hwm <- peak
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	err := cmd.Wait()
 	wall := time.Since(start)
+	close(done)
+	peak := <-hwm
 	if err != nil {
-		b.Fatalf("%s: %v\n%s", name, err, out)
+		b.Fatalf("%s: %v\n%s", name, err, out.Bytes())
 	}
 	ps := cmd.ProcessState
-	return childCost{wall, ps.UserTime() + ps.SystemTime(), ps.SysUsage().(*syscall.Rusage).Maxrss}
+	if peak == 0 { // no sample (a very short child): rusage is an upper bound
+		peak = ps.SysUsage().(*syscall.Rusage).Maxrss
+	}
+	return childCost{wall, ps.UserTime() + ps.SystemTime(), peak}
+}
+
+// vmHWM reads the peak resident set (KiB) from a /proc/PID/status file, 0
+// when it cannot (the process is gone).
+func vmHWM(path string) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 func median(d []time.Duration) time.Duration {

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -17,7 +18,7 @@ type act struct {
 
 type callRef struct{ act, call int }
 
-func (d *decoder) build() (*trajectory.Trajectory, error) {
+func (d *decoder) build(src io.ReaderAt, limit int) (*trajectory.Trajectory, error) {
 	if d.leaf < 0 {
 		if d.sideLines > 0 {
 			return nil, d.subagentError()
@@ -26,14 +27,19 @@ func (d *decoder) build() (*trajectory.Trajectory, error) {
 			Msg:  "no main-thread user or assistant entry: not a Claude Code session",
 			Hint: "Claude Code sessions live in ~/.claude/projects/<project>/<session-id>.jsonl"}
 	}
+	// The uuid and message id tables are done with once the chain is
+	// known: on a large file they are a good part of the memory left.
+	d.msgIDs = nil
 	chain, err := d.walk()
 	if err != nil {
 		return nil, err
 	}
+	d.ids = idTable{}
 	acts, err := d.group(chain)
 	if err != nil {
 		return nil, err
 	}
+	d.entryOf = nil
 	t := &trajectory.Trajectory{Agent: trajectory.ClaudeCode, Format: "session-jsonl"}
 	for _, ei := range chain {
 		e := &d.entries[ei]
@@ -51,7 +57,10 @@ func (d *decoder) build() (*trajectory.Trajectory, error) {
 			t.Cwd = d.cwds.list[e.cwd]
 		}
 	}
-	if err := d.materialize(t, acts); err != nil {
+	if d.lean {
+		return d.prefix(t, acts, src, limit)
+	}
+	if err := d.materialize(t, acts, len(acts)); err != nil {
 		return nil, err
 	}
 	t.NumberSteps()
@@ -205,23 +214,20 @@ func (d *decoder) unmatched(e *entry, i int) error {
 		d.results[int(e.data)+i].toolUseID)
 }
 
-func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
-	t.Actions = make([]trajectory.Action, len(acts))
+// materialize builds the first keep acts' actions; results of later acts
+// whose calls are not among them are skipped (a lean pass checked them).
+func (d *decoder) materialize(t *trajectory.Trajectory, acts []act, keep int) error {
+	t.Actions = make([]trajectory.Action, keep)
 	calls := make(map[string]callRef)
-	var text, reasoning []string
-	for ai := range acts {
+	for ai := range acts[:keep] {
 		a := &t.Actions[ai]
-		text, reasoning = text[:0], reasoning[:0]
+		a.Text, a.Reasoning = d.texts(acts[ai].frags)
 		for _, ei := range acts[ai].frags {
 			e := &d.entries[ei]
 			loc := d.loc(ei)
 			a.Locator = a.Locator.Extend(loc)
 			for _, b := range d.blocks[e.data : e.data+e.ndata] {
 				switch b.kind {
-				case blockText:
-					text = append(text, b.text)
-				case blockThinking:
-					reasoning = append(reasoning, b.text)
 				case blockToolUse:
 					if prev, dup := calls[b.text]; dup {
 						return trajectory.Errorf(loc.First, "duplicate tool_use id %s (first at line %d)",
@@ -236,8 +242,6 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
 				}
 			}
 		}
-		a.Text = strings.Join(text, "\n")
-		a.Reasoning = strings.Join(reasoning, "\n")
 	}
 	for ai := range acts {
 		for _, ei := range acts[ai].results {
@@ -245,6 +249,9 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
 			loc := d.loc(ei)
 			for i, r := range d.results[e.data : e.data+e.ndata] {
 				ref, ok := calls[r.toolUseID]
+				if !ok && keep < len(acts) {
+					continue
+				}
 				if !ok {
 					return d.unmatched(e, i)
 				}
@@ -260,4 +267,22 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act) error {
 		}
 	}
 	return nil
+}
+
+// texts joins the text and the thinking blocks of a response's entries.
+func (d *decoder) texts(frags []int32) (text, reasoning string) {
+	ts, rs := d.scratch[0][:0], d.scratch[1][:0]
+	defer func() { d.scratch[0], d.scratch[1] = ts, rs }()
+	for _, ei := range frags {
+		e := &d.entries[ei]
+		for _, b := range d.blocks[e.data : e.data+e.ndata] {
+			switch b.kind {
+			case blockText:
+				ts = append(ts, b.text)
+			case blockThinking:
+				rs = append(rs, b.text)
+			}
+		}
+	}
+	return strings.Join(ts, "\n"), strings.Join(rs, "\n")
 }

@@ -92,19 +92,37 @@ type decoder struct {
 	sideSession string
 
 	buf []byte // the current line, for ownership checks
+
+	// lean (DecodePrefix) keeps no text or thinking blocks, tool input or
+	// result content: which entries form the prefix is known only at the end, and
+	// those are read again then (see prefix.go).
+	lean  bool
+	names map[string]string // tool names, interned
+
+	scratch [2][]string // texts' buffers
 }
 
-// Decode reads a Claude Code session JSONL file.
-func (f *Format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+func newDecoder(opts trajectory.Options) *decoder {
 	d := &decoder{
 		opts:   opts,
 		ids:    newIDTable(),
 		msgIDs: make(map[string]int32),
 		leaf:   -1,
+		names:  make(map[string]string),
 	}
 	d.versions.init()
 	d.sessions.init()
 	d.cwds.init()
+	return d
+}
+
+// Decode reads a Claude Code session JSONL file.
+func (f *Format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+	return newDecoder(opts).decode(r, nil, 0)
+}
+
+func (d *decoder) decode(r io.Reader, src io.ReaderAt, limit int) (*trajectory.Trajectory, error) {
+	d.lean = limit > 0
 	jr := jsonl.NewReader(r)
 	for jr.Next() {
 		if err := d.line(jr.Line()); err != nil {
@@ -114,7 +132,7 @@ func (f *Format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Traje
 	if err := jr.Err(); err != nil {
 		return nil, err
 	}
-	t, err := d.build()
+	t, err := d.build(src, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -138,47 +156,59 @@ func (d *decoder) keep(s string) string {
 	return s
 }
 
+// fields are the top-level members of an entry the decoder reads.
+type fields struct {
+	typ, uuid, parent, logical, sess, ver, msg, agent, sideKey, cwd gjson.Result
+	apiErr                                                          bool
+}
+
+// scan reads the top-level members of the line s.
+func (d *decoder) scan(s string) (f fields) {
+	gjson.Parse(s).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "type":
+			f.typ = v
+		case "uuid":
+			f.uuid = v
+		case "parentUuid":
+			f.parent = v
+		case "logicalParentUuid":
+			f.logical = v
+		case "isSidechain":
+			f.sideKey = v
+		case "sessionId":
+			f.sess = v
+		case "version":
+			f.ver = v
+		case "message":
+			f.msg = v
+		case "isApiErrorMessage":
+			f.apiErr = v.Type == gjson.True
+		case "agentId":
+			f.agent = v
+		case "cwd":
+			f.cwd = v
+		}
+		// Stop as soon as the rest of the line cannot matter: a sidechain
+		// entry is only counted, and a tool result's user entry ends with
+		// toolUseResult, a second and often larger copy of the result.
+		if f.sideKey.Type == gjson.True {
+			return !(f.sess.Exists() && (f.agent.Exists() || d.sideLines > 0))
+		}
+		return !(f.typ.Str == "user" && f.uuid.Exists() && f.msg.Exists() && f.parent.Type == gjson.String &&
+			f.sideKey.Exists() && f.sess.Exists() && f.ver.Exists())
+	})
+	return f
+}
+
 func (d *decoder) line(l jsonl.Line) error {
 	d.buf = l.Data
 	// The line is only read while it is current; anything kept goes
 	// through keep, so aliasing the buffer avoids copying every line.
 	s := unsafe.String(unsafe.SliceData(l.Data), len(l.Data))
-	var typ, uuid, parent, logical, sess, ver, msg, agent, sideKey, cwd gjson.Result
-	apiErr := false
-	gjson.Parse(s).ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "type":
-			typ = v
-		case "uuid":
-			uuid = v
-		case "parentUuid":
-			parent = v
-		case "logicalParentUuid":
-			logical = v
-		case "isSidechain":
-			sideKey = v
-		case "sessionId":
-			sess = v
-		case "version":
-			ver = v
-		case "message":
-			msg = v
-		case "isApiErrorMessage":
-			apiErr = v.Type == gjson.True
-		case "agentId":
-			agent = v
-		case "cwd":
-			cwd = v
-		}
-		// Stop as soon as the rest of the line cannot matter: a sidechain
-		// entry is only counted, and a tool result's user entry ends with
-		// toolUseResult, a second and often larger copy of the result.
-		if sideKey.Type == gjson.True {
-			return !(sess.Exists() && (agent.Exists() || d.sideLines > 0))
-		}
-		return !(typ.Str == "user" && uuid.Exists() && msg.Exists() && parent.Type == gjson.String &&
-			sideKey.Exists() && sess.Exists() && ver.Exists())
-	})
+	f := d.scan(s)
+	typ, uuid, parent, logical, sess, ver, msg, agent, sideKey, cwd := f.typ, f.uuid, f.parent, f.logical, f.sess, f.ver, f.msg, f.agent, f.sideKey, f.cwd
+	apiErr := f.apiErr
 	side := sideKey.Type == gjson.True
 	line := l.N
 	kind := kindOther
@@ -290,7 +320,7 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 		e.flags |= flagSynthetic
 	}
 	e.data = int32(len(d.blocks))
-	if content.Type == gjson.String {
+	if content.Type == gjson.String && !d.lean {
 		d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(content.Str)})
 	}
 	var err error
@@ -318,9 +348,13 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 		})
 		switch typ.Str {
 		case "text":
-			d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(text.Str)})
+			if !d.lean {
+				d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(text.Str)})
+			}
 		case "thinking":
-			d.blocks = append(d.blocks, block{kind: blockThinking, text: d.keep(thinking.Str)})
+			if !d.lean {
+				d.blocks = append(d.blocks, block{kind: blockThinking, text: d.keep(thinking.Str)})
+			}
 		case "tool_use":
 			if id.Type != gjson.String || id.Str == "" {
 				err = trajectory.Errorf(int(e.line), "tool_use block has no id")
@@ -330,12 +364,16 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 				err = trajectory.Errorf(int(e.line), "tool_use %s has no name", id.Str)
 				return false
 			}
-			raw := input.Raw
-			if !input.Exists() {
-				raw = "{}"
+			var in []byte
+			switch {
+			case d.lean:
+			case !input.Exists():
+				in = []byte("{}")
+			default:
+				in = []byte(input.Raw)
 			}
 			d.blocks = append(d.blocks, block{kind: blockToolUse, text: d.keep(id.Str),
-				name: d.keep(name.Str), input: []byte(raw)})
+				name: d.name(name.Str), input: in})
 		}
 		// redacted_thinking, server_tool_use and other blocks are not
 		// client tool calls and carry no visible text.
@@ -364,7 +402,7 @@ func (d *decoder) user(e *entry, msg gjson.Result) error {
 			return false
 		}
 		r := result{toolUseID: d.keep(id.Str), isError: b.Get("is_error").Type == gjson.True}
-		if !d.opts.SkipObservationContent {
+		if !d.opts.SkipObservationContent && !d.lean {
 			r.content = d.keep(resultText(b.Get("content")))
 		}
 		d.results = append(d.results, r)
@@ -398,6 +436,16 @@ func resultText(c gjson.Result) string {
 		return parts[0]
 	}
 	return strings.Join(parts, "\n")
+}
+
+// name interns a tool name: a session uses a handful, thousands of times.
+func (d *decoder) name(s string) string {
+	if n, ok := d.names[s]; ok {
+		return n
+	}
+	n := strings.Clone(s)
+	d.names[n] = n
+	return n
 }
 
 func (d *decoder) internMsg(s string) int32 {

@@ -322,6 +322,8 @@ func TestWritePrefix(t *testing.T) {
 	if err := f.WritePrefix(&buf, strings.NewReader(odd), int64(len(odd)), tr, 1); err == nil || !trajectory.IsUnsupported(err) {
 		t.Errorf("got %v, want an unsupported error", err)
 	}
+	// DecodePrefix keeps the response that makes the cut impossible.
+	formattest.CheckDecodePrefix(t, f, []byte(odd), trajectory.Options{}, 1, 2)
 }
 
 func TestUUIDKeys(t *testing.T) {

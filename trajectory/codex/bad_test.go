@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
 const (
@@ -88,6 +89,7 @@ func TestBadInputs(t *testing.T) {
 				t.Errorf("got a trajectory with an error")
 			}
 			checkErr(t, err, tt.kind, tt.line, tt.want)
+			formattest.CheckDecodePrefix(t, New(), tt.data, trajectory.Options{}, 1)
 		})
 	}
 }

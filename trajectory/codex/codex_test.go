@@ -16,7 +16,9 @@ import (
 	"github.com/pvisor/pvisor/trajectory"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/golden")
+// updating reports -update, the flag formattest registers (this package's
+// tests share it: they use formattest's checks too).
+func updating() bool { return flag.Lookup("update").Value.String() == "true" }
 
 const corpusDir = "../../testdata/trajectories/codex"
 
@@ -103,7 +105,7 @@ func TestCorpusGolden(t *testing.T) {
 			}
 			got := summary(tr)
 			golden := filepath.Join("testdata", "golden", name+".golden")
-			if *update {
+			if updating() {
 				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
 					t.Fatal(err)
 				}

@@ -3,6 +3,7 @@ package codex
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"strconv"
 	"strings"
@@ -59,16 +60,37 @@ type decoder struct {
 	newResp bool // a delimiter came after the open action's last item
 	calls   map[string]callRef
 	records int
+	// cut drops the actions after a DecodePrefix's boundary; the ids of
+	// their calls stay in dropped, hashed, so a repeated id or a late
+	// output is still noticed (and decided by a full decode).
+	cut     trajectory.Cutter
+	dropped map[uint64]struct{}
+	seed    maphash.Seed
 }
 
 // Decode reads a rollout as a stream; only the model-visible text of the
 // session (texts, reasoning summaries, arguments, outputs) is kept.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+	return decode(r, opts, 0)
+}
+
+// DecodePrefix is Decode keeping only the actions up to step afterStep:
+// a response is final once the next one begins (a later output is an
+// error), so the ones past the boundary are dropped as they end.
+func (format) DecodePrefix(r io.Reader, _ io.ReaderAt, opts trajectory.Options, afterStep int) (*trajectory.Trajectory, error) {
+	return decode(r, opts, afterStep)
+}
+
+func decode(r io.Reader, opts trajectory.Options, limit int) (*trajectory.Trajectory, error) {
 	d := &decoder{
 		opts:  opts,
 		t:     &trajectory.Trajectory{Agent: trajectory.Codex, Format: SubFormat},
 		cur:   -1,
 		calls: map[string]callRef{},
+		cut:   trajectory.Cutter{Limit: limit},
+	}
+	if limit > 0 {
+		d.dropped, d.seed = map[uint64]struct{}{}, maphash.MakeSeed()
 	}
 	jr := jsonl.NewReader(r)
 	for jr.Next() {
@@ -79,6 +101,7 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 	if err := jr.Err(); err != nil {
 		return nil, err
 	}
+	d.cut.Settle(d.t, d.drop)
 	d.t.TornTail = jr.Torn()
 	d.t.Lines = jr.Lines()
 	if d.records == 0 {
@@ -238,6 +261,23 @@ func (d *decoder) sessionMeta(l jsonl.Line, p rec, first bool) error {
 	return nil
 }
 
+// drop forgets the calls of an action past the boundary but their ids.
+func (d *decoder) drop(a *trajectory.Action) {
+	for i := range a.Calls {
+		delete(d.calls, a.Calls[i].ID)
+		d.dropped[maphash.String(d.seed, a.Calls[i].ID)] = struct{}{}
+	}
+}
+
+// wasDropped reports whether id may be the id of a dropped call.
+func (d *decoder) wasDropped(id string) bool {
+	if len(d.dropped) == 0 {
+		return false
+	}
+	_, ok := d.dropped[maphash.String(d.seed, id)]
+	return ok
+}
+
 func lineLoc(l jsonl.Line) trajectory.Locator {
 	return trajectory.Locator{Unit: "line", First: l.N, Last: l.N, StartByte: l.Offset, EndByte: l.End}
 }
@@ -246,6 +286,7 @@ func lineLoc(l jsonl.Line) trajectory.Locator {
 // since the last model item.
 func (d *decoder) action(l jsonl.Line) *trajectory.Action {
 	if d.cur < 0 || d.newResp {
+		d.cut.Settle(d.t, d.drop)
 		d.t.Actions = append(d.t.Actions, trajectory.Action{})
 		d.cur = len(d.t.Actions) - 1
 		d.newResp = false
@@ -269,26 +310,32 @@ func (d *decoder) item(l jsonl.Line, p rec) error {
 			d.newResp = true
 			return nil
 		}
-		a := d.action(l)
-		a.Text = join(a.Text, contentText(p.Get("payload.content"), ""))
+		if a := d.action(l); !d.cut.Done() {
+			a.Text = join(a.Text, contentText(p.Get("payload.content"), ""))
+		}
 	case "reasoning":
-		a := d.action(l)
-		a.Reasoning = join(a.Reasoning, reasoningText(p))
+		if a := d.action(l); !d.cut.Done() {
+			a.Reasoning = join(a.Reasoning, reasoningText(p))
+		}
 	case "function_call":
-		return d.call(l, p, keep(p.Get("payload.name")), functionArgs(p.Get("payload.arguments")))
+		var args json.RawMessage
+		if !d.cut.Done() {
+			args = functionArgs(p.Get("payload.arguments"))
+		}
+		return d.call(l, p, keep(p.Get("payload.name")), args)
 	case "custom_tool_call":
 		// Freeform input (apply_patch's patch text) stays a JSON string.
 		in := p.Get("payload.input")
 		if in.Type != gjson.String {
 			return trajectory.Errorf(l.N, "custom_tool_call has no string \"input\"")
 		}
-		return d.call(l, p, keep(p.Get("payload.name")), json.RawMessage(strings.Clone(in.Raw)))
+		return d.call(l, p, keep(p.Get("payload.name")), d.raw(in))
 	case "local_shell_call":
 		act := p.Get("payload.action")
 		if !act.IsObject() {
 			return trajectory.Errorf(l.N, "local_shell_call has no \"action\" object")
 		}
-		return d.call(l, p, "local_shell_call", json.RawMessage(strings.Clone(act.Raw)))
+		return d.call(l, p, "local_shell_call", d.raw(act))
 	case "tool_search_call":
 		return d.call(l, p, "tool_search", rawOr(p.Get("payload.arguments"), "{}"))
 	case "web_search_call", "image_generation_call":
@@ -314,6 +361,14 @@ func (d *decoder) item(l jsonl.Line, p rec) error {
 		}
 	}
 	return nil
+}
+
+// raw copies a value's JSON text, unless its step will be dropped.
+func (d *decoder) raw(r gjson.Result) json.RawMessage {
+	if d.cut.Done() {
+		return nil
+	}
+	return json.RawMessage(strings.Clone(r.Raw))
 }
 
 func rawOr(r gjson.Result, def string) json.RawMessage {
@@ -361,6 +416,9 @@ func (d *decoder) call(l jsonl.Line, p rec, name string, args json.RawMessage) e
 		return trajectory.Errorf(l.N, "call_id %s is used again (first call at line %d)", id.Str,
 			d.t.Actions[prev.action].Calls[prev.call].Locator.First)
 	}
+	if d.wasDropped(id.Str) {
+		return trajectory.ErrNeedFull
+	}
 	a := d.action(l)
 	a.Calls = append(a.Calls, trajectory.ToolCall{ID: keep(id), Name: name, Arguments: args, Locator: lineLoc(l)})
 	d.calls[a.Calls[len(a.Calls)-1].ID] = callRef{d.cur, len(a.Calls) - 1}
@@ -377,6 +435,9 @@ func (d *decoder) output(l jsonl.Line, p rec, typ string) error {
 		return nil // an output kind without a call link carries nothing to pair
 	}
 	ref, ok := d.calls[id.Str]
+	if !ok && d.wasDropped(id.Str) {
+		return trajectory.ErrNeedFull
+	}
 	if !ok {
 		return &trajectory.Error{Kind: trajectory.Malformed, Line: l.N,
 			Msg:  typ + " for call_id " + strconv.Quote(id.Str) + " has no earlier call with that id",
@@ -397,6 +458,8 @@ func (d *decoder) output(l jsonl.Line, p rec, typ string) error {
 	var content string
 	var isErr bool
 	switch {
+	case d.cut.Done():
+		// a dropped step's output: only that it exists matters
 	case typ == "tool_search_output":
 		if !d.opts.SkipObservationContent {
 			content = keep(p.Get("payload.tools"))

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
 func FuzzDecode(f *testing.F) {
@@ -38,10 +39,12 @@ func FuzzDecode(f *testing.F) {
 			if _, ok := err.(*trajectory.Error); !ok {
 				t.Fatalf("error is %T, not *trajectory.Error: %v", err, err)
 			}
+			formattest.CheckDecodePrefix(t, New(), data, trajectory.Options{}, 1)
 			return
 		}
 		checkInvariants(t, tr)
 		steps := tr.Steps()
+		formattest.CheckDecodePrefix(t, New(), data, trajectory.Options{}, uniq(1, len(steps), len(steps)+1)...)
 		for _, n := range uniq(1, len(steps)) {
 			if n < 1 || n > len(steps) {
 				continue

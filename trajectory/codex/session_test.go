@@ -15,7 +15,7 @@ const sessionRecording = "../../testdata/e2e/sessions/codex@0.171.0/rollout-2026
 func TestSessionRecordings(t *testing.T) {
 	sessiontest.Recordings(t, Sessions(), []string{sessionRecording}, nil, func(t *testing.T, name, got string) {
 		golden := filepath.Join("testdata", "golden", "session-rewrite_"+name+".txt")
-		if *update {
+		if updating() {
 			if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 				t.Fatal(err)
 			}

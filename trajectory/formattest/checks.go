@@ -243,8 +243,10 @@ func CheckDecode(t testing.TB, f trajectory.Format, data []byte, mayRefuse func(
 		if _, ok := err.(*trajectory.Error); !ok {
 			t.Fatalf("error is %T, not *trajectory.Error: %v", err, err)
 		}
+		CheckDecodePrefix(t, f, data, trajectory.Options{}, 1)
 		return nil
 	}
+	CheckDecodePrefix(t, f, data, trajectory.Options{}, SomeSteps(tr)...)
 	CheckInvariants(t, tr)
 	if err := InFile(tr, len(data)); err != nil {
 		t.Fatal(err)

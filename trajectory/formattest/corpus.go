@@ -65,6 +65,7 @@ func (c Corpus) TestGolden(t *testing.T) {
 			tr, err := c.Format.Decode(bytes.NewReader(data), trajectory.Options{})
 			if want, ok := c.Refused[name]; ok {
 				CheckError(t, err, want)
+				CheckDecodePrefix(t, c.Format, data, trajectory.Options{}, 1)
 				return
 			}
 			if err != nil {
@@ -78,6 +79,8 @@ func (c Corpus) TestGolden(t *testing.T) {
 			}
 			checkUnit(t, tr, c.Unit)
 			checkLean(t, c.Format, data, tr, c.Columns)
+			CheckDecodePrefix(t, c.Format, data, trajectory.Options{}, SomeSteps(tr)...)
+			CheckDecodePrefix(t, c.Format, data, trajectory.Options{SkipObservationContent: true}, SomeSteps(tr)...)
 		})
 	}
 }

@@ -60,6 +60,7 @@ func CheckRefused(t testing.TB, f trajectory.Format, src []byte, want Refusal) {
 		t.Fatalf("decoded %q into %d actions", src, len(tr.Actions))
 	}
 	CheckError(t, err, want)
+	CheckDecodePrefix(t, f, src, trajectory.Options{}, 1, 2)
 }
 
 // CheckReplayable requires f.CheckReplayable to accept a call of tool name

@@ -14,8 +14,11 @@ import (
 // decodeEvents reads `opencode run --format json` stdout. The CLI prints a
 // part once it is final, so tool_use lines normally carry completed or error
 // states; earlier states are merged by callID in case a wrapper logged them.
-func decodeEvents(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+// A limit > 0 keeps only the steps up to that one (DecodePrefix): a step is
+// final once it closes, since tool parts merge only within the open step.
+func decodeEvents(r io.Reader, opts trajectory.Options, limit int) (*trajectory.Trajectory, error) {
 	b := newBuilder(opts)
+	b.cut.Limit = limit
 	b.t.Format = SubFormatRunEvents
 	b.guessCwd = true
 	var (

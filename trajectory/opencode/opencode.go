@@ -137,6 +137,16 @@ func firstKey(b []byte) string {
 // Decode reads either sub-format; the first key of the first object tells
 // them apart, since an export may also be written on a single line.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+	return decode(r, opts, 0)
+}
+
+// DecodePrefix is Decode keeping only the steps up to afterStep of a
+// run-event stream; an export is one JSON document and is decoded whole.
+func (format) DecodePrefix(r io.Reader, _ io.ReaderAt, opts trajectory.Options, afterStep int) (*trajectory.Trajectory, error) {
+	return decode(r, opts, afterStep)
+}
+
+func decode(r io.Reader, opts trajectory.Options, limit int) (*trajectory.Trajectory, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	head, err := br.Peek(64 << 10)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
@@ -150,7 +160,7 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 	if k := firstKey(trimmed); k == "info" || k == "messages" {
 		return decodeExport(br, opts)
 	}
-	return decodeEvents(br, opts)
+	return decodeEvents(br, opts, limit)
 }
 
 // WritePrefix copies the run-event lines through the boundary step, or

@@ -26,6 +26,8 @@ type builder struct {
 	// guessCwd derives Trajectory.Cwd from tool parts, for run events,
 	// which do not record the session directory (see cwdFromPart).
 	guessCwd bool
+	// cut drops the steps after a DecodePrefix's boundary as they close.
+	cut trajectory.Cutter
 }
 
 type piece struct{ id, text string }
@@ -54,6 +56,7 @@ func (b *builder) close() {
 	b.texts, b.reasons = b.texts[:0], b.reasons[:0]
 	clear(b.calls)
 	b.cur = -1
+	b.cut.Settle(b.t, nil)
 }
 
 func join(ps []piece) string {
@@ -83,13 +86,16 @@ func (b *builder) extend(loc trajectory.Locator) {
 
 // addText records a text or reasoning part of the open step.
 func (b *builder) addText(part gjson.Result, reasoning bool, loc trajectory.Locator) {
+	b.extend(loc)
+	if b.cut.Done() {
+		return // a dropped step's text
+	}
 	id := part.Get("id").Str
 	txt := part.Get("text").Str
 	list := &b.texts
 	if reasoning {
 		list = &b.reasons
 	}
-	b.extend(loc)
 	if id != "" {
 		for i := range *list {
 			if (*list)[i].id == id {
@@ -150,16 +156,17 @@ func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 		return fmt.Sprintf("tool part %s (%s): state.input is not an object", clip(id), clip(name.Str))
 	}
 	var obs *trajectory.Observation
+	lean := b.opts.SkipObservationContent || b.cut.Done()
 	switch status := status.Str; status {
 	case "pending", "running":
 	case "completed":
 		obs = &trajectory.Observation{}
-		if !b.opts.SkipObservationContent {
+		if !lean {
 			obs.Content = text(output)
 		}
 	case "error":
 		obs = &trajectory.Observation{IsError: true}
-		if !b.opts.SkipObservationContent {
+		if !lean {
 			obs.Content = text(errText)
 		}
 	default:
@@ -179,7 +186,7 @@ func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 		if c.Name != name.Str {
 			return fmt.Sprintf("tool part %s changes its tool from %q to %q", clip(id), clip(c.Name), clip(name.Str))
 		}
-		if input.IsObject() && strings.TrimSpace(input.Raw) != "{}" {
+		if input.IsObject() && strings.TrimSpace(input.Raw) != "{}" && !b.cut.Done() {
 			c.Arguments = rawJSON(input)
 		}
 		c.Locator = c.Locator.Extend(loc)
@@ -192,7 +199,7 @@ func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 		return ""
 	}
 	args := json.RawMessage(`{}`)
-	if input.IsObject() {
+	if input.IsObject() && !b.cut.Done() {
 		args = rawJSON(input)
 	}
 	b.calls[strings.Clone(id)] = len(a.Calls)

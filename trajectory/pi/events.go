@@ -46,7 +46,7 @@ func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*traject
 				start = loc
 			}
 		case "message_end":
-			m, ok, problem := parseMessage(rec.Get("message"), loc, opts.SkipObservationContent)
+			m, ok, problem := parseMessage(rec.Get("message"), loc, opts.SkipObservationContent, false)
 			if problem != "" {
 				return nil, trajectory.Errorf(ln.N, "message_end: %s", problem)
 			}
@@ -77,7 +77,7 @@ func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*traject
 			}
 		case "turn_end":
 			if turnAction < 0 {
-				m, ok, problem := parseMessage(rec.Get("message"), loc, opts.SkipObservationContent)
+				m, ok, problem := parseMessage(rec.Get("message"), loc, opts.SkipObservationContent, false)
 				if problem != "" {
 					return nil, trajectory.Errorf(ln.N, "turn_end: %s", problem)
 				}
@@ -92,7 +92,7 @@ func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*traject
 			}
 			var problem string
 			rec.Get("toolResults").ForEach(func(_, r gjson.Result) bool {
-				m, ok, p := parseMessage(r, loc, opts.SkipObservationContent)
+				m, ok, p := parseMessage(r, loc, opts.SkipObservationContent, false)
 				switch {
 				case p != "":
 					problem = p

@@ -28,7 +28,9 @@ type message struct {
 // actions or results. A non-empty problem says what is wrong with it.
 // Each level is walked once with ForEach: result and tool-call lines hold
 // long strings that every separate lookup would scan again.
-func parseMessage(m gjson.Result, loc trajectory.Locator, skipContent bool) (msg message, ok bool, problem string) {
+// A lean parse (DecodePrefix past the boundary) checks the same things but
+// keeps no text, reasoning or arguments.
+func parseMessage(m gjson.Result, loc trajectory.Locator, skipContent, lean bool) (msg message, ok bool, problem string) {
 	if !m.IsObject() {
 		return msg, false, "message is not an object"
 	}
@@ -63,7 +65,7 @@ func parseMessage(m gjson.Result, loc trajectory.Locator, skipContent bool) (msg
 		if !content.IsArray() {
 			return msg, false, "assistant message content is not an array"
 		}
-		problem = msg.readBlocks(content, loc)
+		problem = msg.readBlocks(content, loc, lean)
 		return msg, problem == "", problem
 	case "toolResult":
 		msg.role = "toolResult"
@@ -81,7 +83,7 @@ func parseMessage(m gjson.Result, loc trajectory.Locator, skipContent bool) (msg
 }
 
 // readBlocks reads an assistant message's text, thinking and toolCall blocks.
-func (msg *message) readBlocks(content gjson.Result, loc trajectory.Locator) (problem string) {
+func (msg *message) readBlocks(content gjson.Result, loc trajectory.Locator, lean bool) (problem string) {
 	var texts, thoughts []string
 	content.ForEach(func(k, b gjson.Result) bool {
 		var typ, id, name, txt, args gjson.Result
@@ -102,9 +104,11 @@ func (msg *message) readBlocks(content gjson.Result, loc trajectory.Locator) (pr
 		})
 		switch typ.Str {
 		case "text":
-			texts = append(texts, txt.Str)
+			if !lean {
+				texts = append(texts, txt.Str)
+			}
 		case "thinking":
-			if txt.Str != "" {
+			if txt.Str != "" && !lean {
 				thoughts = append(thoughts, txt.Str)
 			}
 		case "toolCall":
@@ -119,6 +123,8 @@ func (msg *message) readBlocks(content gjson.Result, loc trajectory.Locator) (pr
 			}
 			raw := json.RawMessage(`{}`)
 			switch {
+			case args.IsObject() && lean:
+				raw = nil
 			case args.IsObject():
 				// pi writes lines with JSON.stringify, so the raw text is
 				// already compact; copying beats re-compacting large inputs.
@@ -138,8 +144,10 @@ func (msg *message) readBlocks(content gjson.Result, loc trajectory.Locator) (pr
 		}
 		return true
 	})
-	msg.text = joinClone(texts)
-	msg.reasoning = joinClone(thoughts)
+	if !lean {
+		msg.text = joinClone(texts)
+		msg.reasoning = joinClone(thoughts)
+	}
 	return problem
 }
 

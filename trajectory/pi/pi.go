@@ -112,6 +112,17 @@ type header struct {
 // Decode reads the first line to learn what the file is, then hands the
 // stream to the session or the event decoder.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+	return decode(r, nil, opts, 0)
+}
+
+// DecodePrefix is Decode keeping only the responses up to step afterStep
+// of a session file (an event stream is decoded whole); the prefix of a
+// tree session is read again from src once its branch is known.
+func (format) DecodePrefix(r io.Reader, src io.ReaderAt, opts trajectory.Options, afterStep int) (*trajectory.Trajectory, error) {
+	return decode(r, src, opts, afterStep)
+}
+
+func decode(r io.Reader, src io.ReaderAt, opts trajectory.Options, limit int) (*trajectory.Trajectory, error) {
 	jr := jsonl.NewReader(r)
 	if !jr.Next() {
 		if err := jr.Err(); err != nil {
@@ -155,7 +166,7 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 	if eventTypes[typ.Str] {
 		return decodeEvents(jr, h, opts)
 	}
-	return decodeSession(jr, h, opts)
+	return decodeSession(jr, h, opts, src, limit)
 }
 
 func readHeader(rec gjson.Result, line int) (header, error) {

@@ -1,7 +1,10 @@
 package pi
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -27,9 +30,17 @@ type entry struct {
 // their raw lines). Compaction and branch_summary entries stay on the chain
 // as they are: they change what the model is sent, not which tool calls ran
 // in the workspace, and a prefix keeps them verbatim.
-func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options) (*trajectory.Trajectory, error) {
+func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options, src io.ReaderAt, limit int) (*trajectory.Trajectory, error) {
 	t := newTrajectory(h, sessionFormat(h.version))
 	tree := h.version >= 2
+	// With a limit (DecodePrefix), a tree's messages are parsed lean: only
+	// the chain decides which are in the prefix, and those are read again
+	// from src at the end. A linear session is linked as it is read, and
+	// the responses after the boundary are dropped as they end.
+	lean := tree && limit > 0
+	k := newLinker(t, false)
+	cut := trajectory.Cutter{Limit: limit}
+	var linkErr error // the first, reported once every line is read, as a tree's would be
 	var entries []entry
 	index := map[string]int{}
 	for ok := true; ok; ok = jr.Next() {
@@ -89,7 +100,7 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options) (*trajec
 			index[e.id] = len(entries)
 		}
 		if typ.Str == "message" {
-			m, ok, problem := parseMessage(msg, e.loc, opts.SkipObservationContent)
+			m, ok, problem := parseMessage(msg, e.loc, opts.SkipObservationContent || cut.Done(), lean || cut.Done())
 			if problem != "" {
 				return nil, trajectory.Errorf(ln.N, "%s", problem)
 			}
@@ -97,12 +108,18 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options) (*trajec
 				e.msg = &m
 			}
 		}
-		if tree || e.msg != nil {
+		switch {
+		case tree:
 			entries = append(entries, e)
+		case e.msg != nil && linkErr == nil:
+			linkErr = link(k, &cut, e.msg, e.loc)
 		}
 	}
 	if err := jr.Err(); err != nil {
 		return nil, err
+	}
+	if linkErr != nil {
+		return nil, linkErr
 	}
 	var onBranch []bool
 	if tree && len(entries) > 0 {
@@ -116,27 +133,83 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options) (*trajec
 			i = index[p]
 		}
 	}
-	k := newLinker(t, false)
 	for i := range entries {
 		e := &entries[i]
 		if e.msg == nil || onBranch != nil && !onBranch[i] {
 			continue
 		}
-		if e.msg.role == "assistant" {
-			k.assistant(e.msg, e.loc)
-			continue
-		}
-		if problem := k.result(e.msg, e.loc); problem != "" {
-			return nil, trajectory.Errorf(e.loc.First, "%s", problem)
+		if err := link(k, &cut, e.msg, e.loc); err != nil {
+			return nil, err
 		}
 	}
 	k.finish()
+	cut.Settle(t, nil)
+	if lean {
+		if err := refill(t, src, opts); err != nil {
+			return nil, err
+		}
+	}
 	t.TornTail, t.Lines = jr.Torn(), jr.Lines()
 	for _, j := range jr.Joined() {
 		t.Joined = append(t.Joined, trajectory.JoinedLine{Line: j.Line, Records: len(j.Records)})
 	}
 	t.NumberSteps()
 	return t, nil
+}
+
+// link feeds one message of the conversation, in order, to the linker.
+func link(k *linker, cut *trajectory.Cutter, m *message, loc trajectory.Locator) error {
+	if m.role == "assistant" {
+		// The responses so far are final: no result can reach them now.
+		k.finish()
+		k.cur = -1 // settled, and maybe dropped
+		cut.Settle(k.t, nil)
+		k.assistant(m, loc)
+		return nil
+	}
+	if problem := k.result(m, loc); problem != "" {
+		return trajectory.Errorf(loc.First, "%s", problem)
+	}
+	return nil
+}
+
+// refill reads the assistant line of every kept action again, from src, for
+// the text, reasoning and arguments a lean parse left out. An action's
+// locator starts at its assistant message; results only extend its end.
+func refill(t *trajectory.Trajectory, src io.ReaderAt, opts trajectory.Options) error {
+	for i := range t.Actions {
+		a := &t.Actions[i]
+		line, err := readLine(src, a.Locator.StartByte)
+		if err != nil {
+			return fmt.Errorf("pi: line %d: reading it again: %w", a.Locator.First, err)
+		}
+		loc := trajectory.Locator{Unit: "line", First: a.Locator.First, Last: a.Locator.First,
+			StartByte: a.Locator.StartByte, EndByte: a.Locator.StartByte + int64(len(line))}
+		m, ok, problem := parseMessage(gjson.Get(view(line), "message"), loc, opts.SkipObservationContent, false)
+		if problem != "" || !ok || m.role != "assistant" || len(m.calls) < len(a.Calls) {
+			return &trajectory.Error{Kind: trajectory.Malformed, Line: loc.First,
+				Msg:  "the line changed while it was read: " + problem,
+				Hint: "leave the file alone until pvisor ends (or replay a copy)"}
+		}
+		a.Text, a.Reasoning = m.text, m.reasoning
+		for j := range a.Calls {
+			if a.Calls[j].ID != m.calls[j].ID {
+				return trajectory.Errorf(loc.First, "the line changed while it was read: call %s is now %s", clip(a.Calls[j].ID), clip(m.calls[j].ID))
+			}
+			a.Calls[j].Arguments = m.calls[j].Arguments
+		}
+	}
+	return nil
+}
+
+// readLine returns the line starting at off, without its newline.
+func readLine(src io.ReaderAt, off int64) ([]byte, error) {
+	br := bufio.NewReader(io.NewSectionReader(src, off, jsonl.MaxLineBytes+1))
+	line, err := br.ReadBytes('\n')
+	if err == io.EOF && len(line) > 0 {
+		err = nil
+	}
+	return bytes.TrimSuffix(line, []byte("\n")), err
 }
 
 // onJoinedLine reports whether a record with this id sits on one of the

@@ -1,0 +1,197 @@
+package claude
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unsafe"
+
+	"github.com/pvisor/pvisor/trajectory"
+)
+
+// DecodePrefix is Decode keeping only the responses up to step afterStep.
+// The active chain is known only once the last entry is read, so the pass
+// over the file keeps the chain's structure (ids, parents, message ids,
+// tool_use and tool_result ids) but no text, input or result content; the
+// entries of the responses kept are then read again from src.
+func (f *Format) DecodePrefix(r io.Reader, src io.ReaderAt, opts trajectory.Options, afterStep int) (*trajectory.Trajectory, error) {
+	return newDecoder(opts).decode(r, src, afterStep)
+}
+
+// prefix builds the responses up to step limit's and fills in what the lean
+// pass left out. The first later response that starts before the step ends
+// is kept too, so that WritePrefix still refuses to cut there.
+func (d *decoder) prefix(t *trajectory.Trajectory, acts []act, src io.ReaderAt, limit int) (*trajectory.Trajectory, error) {
+	keep, err := d.pairLean(acts, limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.materialize(t, acts, keep); err != nil {
+		return nil, err
+	}
+	t.NumberSteps()
+	for ai := range t.Actions {
+		if err := d.refill(&t.Actions[ai], acts[ai].frags, src); err != nil {
+			return nil, err
+		}
+	}
+	if keep < len(acts) {
+		t.Cut = limit
+	}
+	return t, nil
+}
+
+// pairLean pairs every result with its call, with the checks (and errors)
+// of materialize but without building actions, and returns how many acts
+// the prefix keeps: all of them when step limit is not reached.
+func (d *decoder) pairLean(acts []act, limit int) (int, error) {
+	type leanCall struct{ act, line, result int32 }
+	var lc []leanCall
+	calls := make(map[string]int32)
+	type span struct {
+		first, last int32 // lines, as Locator.Extend compares them
+		start, end  int64
+		calls, done int32
+	}
+	spans := make([]span, len(acts))
+	extend := func(s *span, e *entry) {
+		if s.first == 0 || e.line < s.first {
+			s.first, s.start = e.line, e.start
+		}
+		s.last, s.end = max(s.last, e.line), max(s.end, e.end)
+	}
+	for ai := range acts {
+		for _, ei := range acts[ai].frags {
+			e := &d.entries[ei]
+			extend(&spans[ai], e)
+			for _, b := range d.blocks[e.data : e.data+e.ndata] {
+				if b.kind != blockToolUse {
+					continue
+				}
+				if prev, dup := calls[b.text]; dup {
+					return 0, trajectory.Errorf(int(e.line), "duplicate tool_use id %s (first at line %d)", b.text, lc[prev].line)
+				}
+				calls[b.text] = int32(len(lc))
+				lc = append(lc, leanCall{act: int32(ai), line: e.line})
+				spans[ai].calls++
+			}
+		}
+	}
+	for ai := range acts {
+		for _, ei := range acts[ai].results {
+			e := &d.entries[ei]
+			for i, r := range d.results[e.data : e.data+e.ndata] {
+				ci, ok := calls[r.toolUseID]
+				if !ok {
+					return 0, d.unmatched(e, i)
+				}
+				c := &lc[ci]
+				if c.result != 0 {
+					return 0, trajectory.Errorf(int(e.line), "second tool_result for tool_use_id %s (first at line %d)", r.toolUseID, c.result)
+				}
+				c.result = e.line
+				spans[c.act].done++
+				extend(&spans[c.act], e)
+			}
+		}
+	}
+	steps := 0
+	for i := range spans {
+		if s := &spans[i]; s.calls == 0 || s.done < s.calls {
+			continue
+		}
+		if steps++; steps < limit {
+			continue
+		}
+		for j := i + 1; j < len(spans); j++ {
+			if spans[j].start < spans[i].end {
+				return j + 1, nil
+			}
+		}
+		return i + 1, nil
+	}
+	return len(acts), nil
+}
+
+// refill reads a's entries again for its text, reasoning, call inputs and,
+// unless the options skip them, its results' content.
+func (d *decoder) refill(a *trajectory.Action, frags []int32, src io.ReaderAt) error {
+	var texts, thoughts []string
+	k := 0
+	for _, ei := range frags {
+		e := &d.entries[ei]
+		line, err := readAt(src, e.start, e.end)
+		if err != nil {
+			return err
+		}
+		sub := newDecoder(d.opts)
+		sub.buf = line
+		f := sub.scan(unsafe.String(unsafe.SliceData(line), len(line)))
+		var se entry
+		if err := sub.assistant(&se, f.msg, f.apiErr); err != nil {
+			return changed(int(e.line))
+		}
+		for _, b := range sub.blocks {
+			switch b.kind {
+			case blockText:
+				texts = append(texts, b.text)
+			case blockThinking:
+				thoughts = append(thoughts, b.text)
+			case blockToolUse:
+				if k >= len(a.Calls) || a.Calls[k].ID != b.text {
+					return changed(int(e.line))
+				}
+				a.Calls[k].Arguments = b.input
+				k++
+			}
+		}
+	}
+	if k != len(a.Calls) {
+		return changed(a.Locator.First)
+	}
+	a.Text, a.Reasoning = strings.Join(texts, "\n"), strings.Join(thoughts, "\n")
+	if d.opts.SkipObservationContent {
+		return nil
+	}
+	for i := range a.Calls {
+		c := &a.Calls[i]
+		if c.Observation == nil {
+			continue
+		}
+		l := c.Observation.Locator
+		line, err := readAt(src, l.StartByte, l.EndByte)
+		if err != nil {
+			return err
+		}
+		sub := newDecoder(d.opts)
+		sub.buf = line
+		var se entry
+		if err := sub.user(&se, sub.scan(unsafe.String(unsafe.SliceData(line), len(line))).msg); err != nil {
+			return changed(l.First)
+		}
+		found := false
+		for _, r := range sub.results {
+			if r.toolUseID == c.ID {
+				c.Observation.Content, found = r.content, true
+				break
+			}
+		}
+		if !found {
+			return changed(l.First)
+		}
+	}
+	return nil
+}
+
+func readAt(src io.ReaderAt, start, end int64) ([]byte, error) {
+	b := make([]byte, end-start)
+	if _, err := src.ReadAt(b, start); err != nil {
+		return nil, fmt.Errorf("claude: reading bytes %d-%d again: %w", start, end, err)
+	}
+	return b, nil
+}
+
+func changed(line int) error {
+	return &trajectory.Error{Kind: trajectory.Malformed, Line: line, Msg: "the line changed while the file was read",
+		Hint: "leave the file alone until pvisor ends (or replay a copy)"}
+}
