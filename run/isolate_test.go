@@ -140,6 +140,11 @@ func TestIsolationReapsDaemons(t *testing.T) {
 			t.Errorf("KillBackground=%v: daemon not reported", killBg)
 		}
 		if !killBg {
+			// The background shell may not have exec'd sleep yet on a busy
+			// machine: give it a moment before calling it missing.
+			for start := time.Now(); len(pidsWithArg(token)) == 0 && time.Since(start) < 5*time.Second; {
+				time.Sleep(10 * time.Millisecond)
+			}
 			if len(pidsWithArg(token)) == 0 {
 				t.Fatal("daemon not running after the call")
 			}
