@@ -3,7 +3,10 @@ package trajectory
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/pvisor/pvisor/run"
@@ -95,4 +98,23 @@ type Fresh struct {
 // separately, on the normalised text.
 type Normalizer interface {
 	NormalizeObservation(content string) string
+}
+
+// Dirs checks the workspace (absolute, an existing directory) and creates
+// the log dir when one is set, for a ToolSession about to start; agent
+// names the caller in the errors.
+func (e ToolEnv) Dirs(agent string) (workspace string, err error) {
+	ws, err := filepath.Abs(e.Workspace)
+	if err != nil || e.Workspace == "" {
+		return "", fmt.Errorf("%s: workspace %q is not usable", agent, e.Workspace)
+	}
+	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%s: workspace %s is not a directory", agent, ws)
+	}
+	if e.LogDir != "" {
+		if err := os.MkdirAll(e.LogDir, 0o700); err != nil {
+			return "", fmt.Errorf("%s: log dir: %w", agent, err)
+		}
+	}
+	return ws, nil
 }

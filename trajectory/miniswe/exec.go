@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -59,17 +58,9 @@ func (format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, er
 	if err != nil {
 		return nil, fmt.Errorf("mini-swe-agent: %w", err)
 	}
-	ws, err := filepath.Abs(env.Workspace)
-	if err != nil || env.Workspace == "" {
-		return nil, fmt.Errorf("mini-swe-agent: workspace %q is not usable", env.Workspace)
-	}
-	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("mini-swe-agent: workspace %s is not a directory", ws)
-	}
-	if env.LogDir != "" {
-		if err := os.MkdirAll(env.LogDir, 0o700); err != nil {
-			return nil, fmt.Errorf("mini-swe-agent: log dir: %w", err)
-		}
+	ws, err := env.Dirs("mini-swe-agent")
+	if err != nil {
+		return nil, err
 	}
 	base := env.Env
 	if base == nil {

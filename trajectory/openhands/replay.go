@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -56,12 +55,9 @@ type session struct {
 
 // NewToolSession starts a shell session in the workspace.
 func (format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, error) {
-	ws, err := filepath.Abs(env.Workspace)
-	if err != nil || env.Workspace == "" {
-		return nil, fmt.Errorf("openhands: workspace %q is not usable", env.Workspace)
-	}
-	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("openhands: workspace %s is not a directory", ws)
+	ws, err := env.Dirs("openhands")
+	if err != nil {
+		return nil, err
 	}
 	r, err := run.NewRunner(run.Options{Env: env.Env, Isolation: env.Isolation})
 	if err != nil {

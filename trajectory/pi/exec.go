@@ -64,17 +64,9 @@ func failure(text string) result { return result{text: text, isError: true} }
 
 // NewToolSession starts the tool state of one replay.
 func (format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, error) {
-	ws, err := filepath.Abs(env.Workspace)
-	if err != nil || env.Workspace == "" {
-		return nil, fmt.Errorf("pi: workspace %q is not usable", env.Workspace)
-	}
-	if st, err := os.Stat(ws); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("pi: workspace %s is not a directory", ws)
-	}
-	if env.LogDir != "" {
-		if err := os.MkdirAll(env.LogDir, 0o700); err != nil {
-			return nil, fmt.Errorf("pi: log dir: %w", err)
-		}
+	ws, err := env.Dirs("pi")
+	if err != nil {
+		return nil, err
 	}
 	s := &session{env: env, ws: filepath.Clean(ws), orig: filepath.Clean(ws), tools: map[string]string{}}
 	if env.OriginalCwd != "" {
