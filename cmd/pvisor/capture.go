@@ -38,9 +38,9 @@ only read. The bundle holds the export document
 the manifest's via names the method (export), the CLI and its version.
 
 Prints one JSON line: {"bundle", "manifest", "failure"}. Exit status: 0 ok,
-2 a bad flag, id or store, 10 no session, several, or one that cannot be
-captured, 11 an agent without session support, 20 the store cannot be
-written.
+2 a bad flag, id, store or CLI path, 10 no session, several, or one that
+cannot be captured (or exported), 11 an agent without session support or
+a CLI that does not print its version, 20 the store cannot be written.
 
 Agents: claude-code (with its subagent transcripts), codex, pi, opencode.
 
@@ -94,17 +94,18 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 		return fail(result.ConfigurationError, "--agent-entrypoint and --state-dir are for agents captured by export (opencode); %s sessions are copied as files", *agent)
 	}
 	var store session.Store
-	code, err := 0, error(nil)
 	if !exported {
-		store, code, err = sessionStore(*agent)
-	}
-	if err != nil {
-		category := result.ConfigurationError
-		if code == 11 {
-			category = result.UnsupportedAgent
+		s, code, err := sessionStore(*agent)
+		if err != nil {
+			category := result.ConfigurationError
+			if code == 11 {
+				category = result.UnsupportedAgent
+			}
+			return fail(category, "%v", err)
 		}
-		return fail(category, "%v", err)
+		store = s
 	}
+	var err error
 	if *storeDir == "" {
 		if *storeDir, err = defaultStore(); err != nil {
 			return fail(result.ConfigurationError, "%v", err)
