@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pvisor/pvisor/replay/capture"
 )
 
 // TestCaptureOpenCodeRefusals: an OpenCode capture that cannot be made
@@ -97,4 +99,58 @@ func fakeOpenCode(t *testing.T, body string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestCaptureOpenCodeByExport: the bundle holds what the CLI's export
+// printed, byte for byte, after any banner; the manifest names the CLI,
+// its version and the recorded cwd; the CLI ran in an isolated home with
+// the copied database, and the source home is unchanged.
+func TestCaptureOpenCodeByExport(t *testing.T) {
+	const id = "ses_dd667972effeIl1TDXAj2ZWXpJ"
+	export := "../../testdata/e2e/sessions/opencode@1.18.33/export.json"
+	doc, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	data := filepath.Join(home, ".local", "share", "opencode")
+	os.MkdirAll(data, 0o755)
+	db := []byte("SQLite format 3\x00 session " + id)
+	if err := os.WriteFile(filepath.Join(data, "opencode.db"), db, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(export)
+	// The fake checks it was given the copy (its XDG data dir holds the
+	// database, not the source home's) and the id.
+	cli := fakeOpenCode(t, `[ "$1 $2" = "export `+id+`" ] || exit 3
+case "$XDG_DATA_HOME" in `+home+`*) exit 4;; esac
+grep -q `+id+` "$XDG_DATA_HOME/opencode/opencode.db" || exit 5
+[ "$OPENCODE_DISABLE_AUTOUPDATE" = 1 ] || exit 6
+echo "Exporting session: `+id+`"; cat `+abs)
+	tmp := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"capture", "--agent", "opencode", "--home", home, "--session", id, "--store", filepath.Join(tmp, "store"),
+		"--state-dir", filepath.Join(tmp, "state"), "--agent-entrypoint", cli}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	var line captureLine
+	if err := json.Unmarshal(stdout.Bytes(), &line); err != nil || line.Bundle == nil || line.Manifest == nil {
+		t.Fatalf("stdout %q: %v", stdout.String(), err)
+	}
+	m := line.Manifest
+	if m.Via == nil || *m.Via != (capture.Via{Method: "export", Tool: "opencode", Version: "1.18.33"}) ||
+		m.OriginCwd != "/tmp/pvisor-e2e/opencode/repo" || len(m.Files) != 1 || m.Files[0].Path != "pvisor-exports/"+id+".json" {
+		t.Errorf("manifest %+v (via %+v)", m, m.Via)
+	}
+	got, _ := os.ReadFile(filepath.Join(*line.Bundle, capture.FilesDir, m.Files[0].Path))
+	if !bytes.Equal(got, doc) {
+		t.Errorf("the bundle's export differs from what the CLI printed (%d bytes, want %d)", len(got), len(doc))
+	}
+	if b, _ := os.ReadFile(filepath.Join(data, "opencode.db")); !bytes.Equal(b, db) {
+		t.Errorf("the home's database changed")
+	}
+	if entries, _ := os.ReadDir(data); len(entries) != 1 {
+		t.Errorf("the capture wrote into the home: %v", entries)
+	}
 }
