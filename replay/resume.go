@@ -452,9 +452,12 @@ func (r *sessionRun) probe(ctx context.Context) (string, error) {
 	return entry, nil
 }
 
-// baseEnv is the CLI's environment before its own additions: a small fixed
-// base of this process's, nothing that points at a model or a proxy.
-func (r *sessionRun) baseEnv() []string {
+// baseEnv is the CLI's environment before its own additions.
+func (r *sessionRun) baseEnv() []string { return sessionBaseEnv() }
+
+// sessionBaseEnv is a small fixed base of this process's environment,
+// nothing that points at a model or a proxy.
+func sessionBaseEnv() []string {
 	var env []string
 	for _, name := range []string{"PATH", "USER", "LANG", "LC_ALL", "TERM", "TZ", "SHELL"} {
 		if v, ok := os.LookupEnv(name); ok && !isSecretValue(v) && !redirectsTraffic(name) {

@@ -163,25 +163,32 @@ func fileContains(path string, needle []byte) (bool, error) {
 // the session from the copy: the CLI writes to a database it opens, and
 // the source home is not the run's to write.
 func (r *sessionRun) exportSource(src *source, entry, ws string) (string, error) {
-	home := filepath.Join(r.stateDir, "source-home")
-	data, err := r.store.Root(home, os.Getenv)
+	via := &capture.Via{Method: "export", Tool: launchers[r.store.Agent()].Binary(), Version: deref(r.res.Agent.Version)}
+	c := resumeCall{entry: entry, env: r.baseEnv(), cwd: ws}
+	bundle, _, err := exportBundle(r.store, r.spec, src.located, c, filepath.Join(r.stateDir, "source-home"), filepath.Join(r.stateDir, "source"), via)
+	return bundle, err
+}
+
+// exportBundle copies the database files of loc into the data directory
+// of the new home work, exports the session from the copy with the CLI
+// (c.entry) and captures the export into the bundle store storeDir.
+func exportBundle(store session.Store, spec resumeSpec, loc *session.Located, c resumeCall, work, storeDir string, via *capture.Via) (string, *capture.Manifest, error) {
+	data, err := store.Root(work, os.Getenv)
 	if err != nil {
-		return "", fail(result.InternalError, "%v", err)
+		return "", nil, fail(result.InternalError, "%v", err)
 	}
 	if err := os.MkdirAll(data, 0o700); err != nil {
-		return "", fail(result.WorkspaceError, "%v", err)
+		return "", nil, fail(result.WorkspaceError, "%v", err)
 	}
-	for _, rel := range append([]string{src.located.Main}, src.located.Sidecars...) {
-		if err := copyRegular(filepath.Join(src.located.Root, rel), filepath.Join(data, rel)); err != nil {
-			return "", fail(result.WorkspaceError, "copying the source database: %v", err)
+	for _, rel := range append([]string{loc.Main}, loc.Sidecars...) {
+		if err := copyRegular(filepath.Join(loc.Root, rel), filepath.Join(data, rel)); err != nil {
+			return "", nil, fail(result.WorkspaceError, "copying the source database: %v", err)
 		}
 	}
-	c := resumeCall{entry: entry, env: r.baseEnv(), cwd: ws}
-	if err := r.spec.export(c, data, src.parentID, filepath.Join(data, opencode.ExportDir, src.parentID+".json")); err != nil {
-		return "", fail(result.TrajectoryError, "exporting %s session %s: %v", r.store.Agent(), src.parentID, err)
+	if err := spec.export(c, data, loc.ID, filepath.Join(data, opencode.ExportDir, loc.ID+".json")); err != nil {
+		return "", nil, fail(result.TrajectoryError, "exporting %s session %s: %v", store.Agent(), loc.ID, err)
 	}
-	bundle, _, err := capture.Capture(capture.Options{Store: r.store, Root: data, ID: src.parentID, StoreDir: filepath.Join(r.stateDir, "source")})
-	return bundle, err
+	return capture.Capture(capture.Options{Store: store, Root: data, ID: loc.ID, StoreDir: storeDir, Via: via})
 }
 
 // copyRegular copies a regular file (never through a symlink).

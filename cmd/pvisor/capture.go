@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,8 +10,10 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory/session"
 )
 
 const captureUsage = `Usage: pvisor capture --agent A --session ID [--home DIR] [--store DIR]
@@ -26,12 +29,20 @@ written to a temporary directory in the store and renamed into place, so a
 capture of the same session again replaces the old bundle whole. The store
 must be new, empty, or a store pvisor made (it holds pvisor-store.json).
 
-Prints one JSON line: {"bundle", "manifest", "failure"}. Exit status: 0 ok,
-2 a bad flag, id or store, 10 no session, several, or one that cannot be
-captured, 11 an agent without session support, 20 the store cannot be
-written.
+OpenCode keeps its sessions in SQLite: the database files are copied from
+the home into a temporary directory of the state root (--state-dir) and
+the real CLI (--agent-entrypoint) exports the session from the copy, in an
+isolated home with updates, sharing and model downloads off; the home is
+only read. The bundle holds the export document
+(pvisor-exports/<ID>.json), which 'pvisor resume --bundle' imports, and
+the manifest's via names the method (export), the CLI and its version.
 
-Agents: claude-code (with its subagent transcripts), codex, pi.
+Prints one JSON line: {"bundle", "manifest", "failure"}. Exit status: 0 ok,
+2 a bad flag, id, store or CLI path, 10 no session, several, or one that
+cannot be captured (or exported), 11 an agent without session support or
+a CLI that does not print its version, 20 the store cannot be written.
+
+Agents: claude-code (with its subagent transcripts), codex, pi, opencode.
 
 Examples:
     # Capture a Claude Code session from a sandbox's home into ./bundles.
@@ -54,9 +65,11 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("capture", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, captureUsage); fs.PrintDefaults() }
-	agent := fs.String("agent", "", "agent whose session it is (claude-code, codex, pi)")
+	agent := fs.String("agent", "", "agent whose session it is (claude-code, codex, pi, opencode)")
 	id := fs.String("session", "", "session id, as the agent CLI printed it")
 	home := fs.String("home", "", "HOME the agent ran under (default: the agent's own environment, then $HOME)")
+	entry := fs.String("agent-entrypoint", "", "the opencode CLI that exports the session (default: on PATH)")
+	stateDir := fs.String("state-dir", replay.DefaultStateRoot, "state root, where the database is copied to export from (opencode)")
 	storeDir := fs.String("store", "", "bundle store (default: $XDG_DATA_HOME/pvisor/sessions or ~/.local/share/pvisor/sessions)")
 	fail := func(category, format string, a ...any) int {
 		f := &result.Failure{Category: category, Message: fmt.Sprintf(format, a...)}
@@ -76,14 +89,23 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 	if *id == "" {
 		return fail(result.ConfigurationError, "--session is required")
 	}
-	store, code, err := sessionStore(*agent)
-	if err != nil {
-		category := result.ConfigurationError
-		if code == 11 {
-			category = result.UnsupportedAgent
-		}
-		return fail(category, "%v", err)
+	exported := replay.Exported(*agent)
+	if !exported && (fs.Changed("agent-entrypoint") || fs.Changed("state-dir")) {
+		return fail(result.ConfigurationError, "--agent-entrypoint and --state-dir are for agents captured by export (opencode); %s sessions are copied as files", *agent)
 	}
+	var store session.Store
+	if !exported {
+		s, code, err := sessionStore(*agent)
+		if err != nil {
+			category := result.ConfigurationError
+			if code == 11 {
+				category = result.UnsupportedAgent
+			}
+			return fail(category, "%v", err)
+		}
+		store = s
+	}
+	var err error
 	if *storeDir == "" {
 		if *storeDir, err = defaultStore(); err != nil {
 			return fail(result.ConfigurationError, "%v", err)
@@ -92,13 +114,20 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 	if *storeDir, err = filepath.Abs(*storeDir); err != nil {
 		return fail(result.ConfigurationError, "--store: %v", err)
 	}
-	root, err := store.Root(*home, os.Getenv)
-	if err != nil {
-		return fail(result.ConfigurationError, "%v", err)
+	var dir string
+	var m *capture.Manifest
+	if exported {
+		dir, m, err = replay.CaptureExported(context.Background(), replay.ExportCapture{Agent: *agent, SessionID: *id, Home: *home,
+			StoreDir: *storeDir, AgentEntrypoint: *entry, StateRoot: *stateDir})
+	} else {
+		root, rerr := store.Root(*home, os.Getenv)
+		if rerr != nil {
+			return fail(result.ConfigurationError, "%v", rerr)
+		}
+		dir, m, err = capture.Capture(capture.Options{Store: store, Root: root, ID: *id, StoreDir: *storeDir})
 	}
-	dir, m, err := capture.Capture(capture.Options{Store: store, Root: root, ID: *id, StoreDir: *storeDir})
 	if err != nil {
-		return fail(capture.Category(err), "%v", err)
+		return fail(replay.Category(err), "%v", err)
 	}
 	printCaptureLine(stdout, captureLine{Bundle: &dir, Manifest: m})
 	return 0

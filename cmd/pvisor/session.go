@@ -149,7 +149,7 @@ func sessionStore(agent string) (session.Store, int, error) {
 		return s, 0, nil
 	}
 	if _, ok := agents.Rewriter(agent); ok {
-		return nil, 11, fmt.Errorf("%s keeps its sessions in a database, not in files: export one with `%s export ID` (which 'pvisor session rewrite' can move to another cwd); locate and capture support %s", agent, agent, strings.Join(agents.SessionAgents(), ", "))
+		return nil, 11, fmt.Errorf("%s keeps its sessions in a database, not in files: 'pvisor capture --agent %s --session ID' has its CLI export one into a bundle (or run `%s export ID`, which 'pvisor session rewrite' can move to another cwd); locate and show support %s", agent, agent, agent, strings.Join(agents.SessionAgents(), ", "))
 	}
 	if _, ok := agents.Lookup(agent); ok {
 		return nil, 11, fmt.Errorf("%s sessions cannot be located or captured yet (supported: %s)", agent, strings.Join(agents.SessionAgents(), ", "))

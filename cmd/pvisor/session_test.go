@@ -48,7 +48,7 @@ func TestSessionExitCodes(t *testing.T) {
 		{[]string{"capture", "--agent", "pi", "--home", home, "--session", "0000", "--store", t.TempDir()}, 10, "trajectory_error"},
 		{[]string{"capture", "--agent", "pi", "--home", home, "--session", id, "--store", t.TempDir()}, 10, "trajectory_error"},
 		{[]string{"capture", "--agent", "pi", "--home", home, "--session", "../x", "--store", t.TempDir()}, 2, "configuration_error"},
-		{[]string{"capture", "--agent", "opencode", "--session", "ses_x"}, 11, "unsupported_agent"},
+		{[]string{"capture", "--agent", "openhands", "--session", "x"}, 11, "unsupported_agent"},
 		{[]string{"capture", "--agent", "pi", "--session", id, "--bogus"}, 2, "configuration_error"},
 		{[]string{"capture", "--agent", "pi", "--home", single, "--session", id, "--store", notStore}, 2, "configuration_error"},
 	}

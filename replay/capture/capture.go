@@ -43,13 +43,24 @@ var DefaultLimits = Limits{MaxFileBytes: 64 << 20, MaxFiles: 4096}
 
 // Manifest describes a bundle.
 type Manifest struct {
-	SchemaVersion string    `json:"schema_version"`
-	Agent         string    `json:"agent"`
-	SessionID     string    `json:"session_id"`
-	OriginCwd     string    `json:"origin_cwd"`
-	CLIVersion    string    `json:"cli_version,omitempty"`
-	CreatedAt     time.Time `json:"created_at"`
-	Files         []File    `json:"files"`
+	SchemaVersion string `json:"schema_version"`
+	Agent         string `json:"agent"`
+	SessionID     string `json:"session_id"`
+	OriginCwd     string `json:"origin_cwd"`
+	CLIVersion    string `json:"cli_version,omitempty"`
+	// Via is set when the files are not the agent's own but were made
+	// from its store by its CLI (OpenCode keeps sessions in SQLite).
+	Via       *Via      `json:"via,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	Files     []File    `json:"files"`
+}
+
+// Via says how a bundle's files were made: Method "export" is the CLI
+// Tool, at Version, exporting the session from a copy of its database.
+type Via struct {
+	Method  string `json:"method"`
+	Tool    string `json:"tool"`
+	Version string `json:"version"`
 }
 
 // File is one captured file; Path is relative to the agent's state
@@ -97,6 +108,7 @@ type Options struct {
 	Root     string // the agent's state directory (Store.Root)
 	ID       string
 	StoreDir string // the bundle store
+	Via      *Via   // recorded in the manifest
 	Limits   Limits
 	Now      func() time.Time
 }
@@ -130,7 +142,7 @@ func Capture(o Options) (string, *Manifest, error) {
 		return "", nil, fail(result.WorkspaceError, "capture store %s: %v", o.StoreDir, err)
 	}
 	defer os.RemoveAll(tmp) // a no-op once renamed into place
-	m := &Manifest{SchemaVersion: Schema, Agent: loc.Agent, SessionID: o.ID, CreatedAt: o.Now().UTC(), Files: []File{}}
+	m := &Manifest{SchemaVersion: Schema, Agent: loc.Agent, SessionID: o.ID, Via: o.Via, CreatedAt: o.Now().UTC(), Files: []File{}}
 	for i, rel := range append([]string{loc.Main}, loc.Sidecars...) {
 		role := "subagent"
 		if i == 0 {

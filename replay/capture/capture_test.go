@@ -227,3 +227,26 @@ func mustSymlink(t *testing.T, target, link string) {
 		t.Fatal(err)
 	}
 }
+
+// TestCaptureRecordsVia: how an exported bundle was made (OpenCode's CLI
+// export) is in its manifest and survives Load; file copies have none.
+func TestCaptureRecordsVia(t *testing.T) {
+	for _, via := range []*Via{nil, {Method: "export", Tool: "opencode", Version: "1.18.33"}} {
+		_, loc := sessiontest.Recorded(t, claude.Sessions(), claudeRec)
+		dir, _, err := Capture(Options{Store: claude.Sessions(), Root: loc.Root, ID: loc.ID, StoreDir: t.TempDir(), Via: via, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := os.ReadFile(filepath.Join(dir, ManifestName))
+		loaded, err := Load(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case via == nil && (loaded.Via != nil || bytes.Contains(raw, []byte(`"via"`))):
+			t.Errorf("a file copy records via: %s", raw)
+		case via != nil && (loaded.Via == nil || *loaded.Via != *via):
+			t.Errorf("Load's via = %+v, want %+v", loaded.Via, via)
+		}
+	}
+}

@@ -276,14 +276,7 @@ func TestResumeForkOpenCode(t *testing.T) {
 	enterLoopbackNetns(t)
 
 	home, cwd := t.TempDir(), t.TempDir()
-	imp := exec.Command(bin, "import", filepath.Join(dir, m.Files["session"]))
-	imp.Dir = cwd
-	imp.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"), "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1"}
-	if out, err := imp.CombinedOutput(); err != nil || !bytes.Contains(out, []byte(m.SessionID)) {
-		t.Fatalf("opencode import: %v\n%s", err, out)
-	}
+	importOpenCode(t, bin, home, cwd, filepath.Join(dir, m.Files["session"]), m.SessionID)
 	db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
 	dbBefore := mustRead(t, db)
 	const next = "Now list what you changed, in one line."
