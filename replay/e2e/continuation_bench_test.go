@@ -61,28 +61,30 @@ func BenchmarkContinuation(b *testing.B) {
 			base := primeBaseline(b, s)
 			state := b.TempDir() // shared, so the version probe is cached as in real use
 			var ours, cli time.Duration
+			var ph phases
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				// Alternate which goes first, so neither always runs on
 				// caches the other warmed.
 				if i%2 == 0 {
-					ours += s.timePvisor(b, pvisor, state, i)
+					ours += s.timePvisor(b, pvisor, state, i, &ph)
 					cli += base.time(b)
 				} else {
 					cli += base.time(b)
-					ours += s.timePvisor(b, pvisor, state, i)
+					ours += s.timePvisor(b, pvisor, state, i, &ph)
 				}
 			}
 			b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "pvisor-ms/op")
 			b.ReportMetric(float64(cli.Milliseconds())/float64(b.N), "cli-ms/op")
 			b.ReportMetric(float64(ours)/float64(cli), "x-vs-cli")
+			ph.report(b)
 		})
 	}
 }
 
 // timePvisor runs the whole pvisor process once (the untar of the initial
 // repo is not timed) and checks it continued to the end.
-func (s *recordedSession) timePvisor(b *testing.B, pvisor, state string, i int) time.Duration {
+func (s *recordedSession) timePvisor(b *testing.B, pvisor, state string, i int, ph *phases) time.Duration {
 	b.StopTimer()
 	work := b.TempDir()
 	ws := filepath.Join(work, "ws")
@@ -107,8 +109,54 @@ func (s *recordedSession) timePvisor(b *testing.B, pvisor, state string, i int) 
 	if err != nil || res.Get("phase").Str != "continued" || res.Get("agent_status").Str != "completed" {
 		b.Fatalf("pvisor replay did not continue cleanly: %v\n%s\n%s", err, out, stderr.Bytes())
 	}
+	if err := ph.add(filepath.Join(state, fmt.Sprintf("r%d", i), "replay-events.jsonl"), took,
+		time.Duration(res.Get("metadata.continuation.duration_ms").Int())*time.Millisecond); err != nil {
+		b.Fatal(err)
+	}
 	b.StartTimer()
 	return took
+}
+
+// phases split pvisor's runs by its journal: the prefix (plan, replay,
+// rebuilt session), staging (the bridge and the launcher's staging:
+// `opencode import`), the CLI, collecting (the launcher's collect:
+// `opencode export`; the comparison) and the rest of the process (start-up,
+// version probe, result).
+type phases struct{ prefix, stage, cli, collect, rest time.Duration }
+
+func (p *phases) add(journal string, whole, cli time.Duration) error {
+	data, err := os.ReadFile(journal)
+	if err != nil {
+		return err
+	}
+	at := map[string]int64{}
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		ev := gjson.GetBytes(line, "event")
+		if name := ev.Get("data.name").Str; name != "" {
+			at[name] = ev.Get("observed_at_unix_ms").Int()
+		}
+	}
+	for _, name := range []string{"run_started", "session_rebuilt", "continuation_started", "continuation_finished", "run_finished"} {
+		if at[name] == 0 {
+			return fmt.Errorf("%s: no %s event", journal, name)
+		}
+	}
+	ms := func(from, to string) time.Duration { return time.Duration(at[to]-at[from]) * time.Millisecond }
+	p.prefix += ms("run_started", "session_rebuilt")
+	p.stage += ms("session_rebuilt", "continuation_started")
+	p.cli += cli
+	p.collect += ms("continuation_started", "continuation_finished") - cli
+	p.rest += whole - ms("run_started", "run_finished") + ms("continuation_finished", "run_finished")
+	return nil
+}
+
+func (p *phases) report(b *testing.B) {
+	for _, m := range []struct {
+		d    time.Duration
+		unit string
+	}{{p.prefix, "prefix-ms/op"}, {p.stage, "stage-ms/op"}, {p.cli, "in-cli-ms/op"}, {p.collect, "collect-ms/op"}, {p.rest, "rest-ms/op"}} {
+		b.ReportMetric(float64(m.d.Milliseconds())/float64(b.N), m.unit)
+	}
 }
 
 // baseline is a staged session and the launch that resumes it, copied from a
