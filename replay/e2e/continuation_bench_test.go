@@ -58,8 +58,10 @@ func BenchmarkContinuation(b *testing.B) {
 			}
 			s := loadRecordedSession(b, agent, format)
 			enterLoopbackNetns(b)
-			base := primeBaseline(b, s)
-			state := b.TempDir() // shared, so the version probe is cached as in real use
+			// One state root for all runs: the priming run probes the CLI's
+			// version and every timed run finds it cached, as in real use.
+			state := b.TempDir()
+			base := primeBaseline(b, s, state)
 			var ours, cli time.Duration
 			var ph phases
 			b.ResetTimer()
@@ -171,7 +173,7 @@ type baseline struct {
 
 // primeBaseline continues s once in process, copying the staged home and
 // workspace when the CLI is about to start.
-func primeBaseline(b *testing.B, s *recordedSession) *baseline {
+func primeBaseline(b *testing.B, s *recordedSession, state string) *baseline {
 	b.Helper()
 	root := b.TempDir()
 	base := &baseline{snapshot: filepath.Join(root, "snapshot")}
@@ -184,7 +186,7 @@ func primeBaseline(b *testing.B, s *recordedSession) *baseline {
 	}
 	var snapErr error
 	req := &replay.Request{Agent: s.agent, Trajectory: s.file, AfterStep: benchStep, Workspace: ws, RunID: "prime",
-		StateRoot: filepath.Join(root, "state"), OutputRoot: filepath.Join(root, "out"), AgentEntrypoint: s.bin,
+		StateRoot: state, OutputRoot: filepath.Join(root, "out"), AgentEntrypoint: s.bin,
 		Upstream: replay.UpstreamRecorded, IdleTimeout: time.Minute,
 		Hooks: &replay.Hooks{
 			Upstream: func(u bridge.Upstream) bridge.Upstream {
