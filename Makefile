@@ -7,7 +7,7 @@ PKGS      := ./...
 FUZZTIME  ?= 4s
 DEMO_DIR  ?= $(CURDIR)/.demo
 
-.PHONY: build demo test race vet fuzz-smoke fuzz-long bench e2e clean
+.PHONY: build demo test race vet fuzz-smoke fuzz-long bench bench-continuation e2e clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/pvisor
@@ -92,6 +92,13 @@ e2e:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
+
+# Continuation of each agent by pvisor against the same CLI resuming the same
+# staged session alone (real CLIs from install-clis.sh, loopback-only
+# namespaces, root; not in CI). BENCHTIME=5x for steadier ratios.
+BENCHTIME ?= 2x
+bench-continuation:
+	$(GO) test -tags e2e -count=1 -timeout 30m -run='^$$' -bench=Continuation -benchtime=$(BENCHTIME) ./replay/e2e/
 
 clean:
 	rm -rf bin .demo

@@ -232,6 +232,10 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 	if p, ok := staged.(Programmer); ok {
 		exe = p.Program()
 	}
+	if h := r.req.Hooks; h != nil && h.Launch != nil {
+		h.Launch(Launch{Entry: exe, Args: cmd.Args, Env: env, Dir: cs.c.Workspace, Home: cs.c.Home, Temp: tmp,
+			Stdin: cmd.Stdin, Bridge: srv.URL()})
+	}
 	proc, err := startAgent(agentSpec{entry: exe, args: cmd.Args, env: env, dir: cs.c.Workspace,
 		stdin: cmd.Stdin, stdout: logs[agent+"-stdout.log"], stderr: logs[agent+"-stderr.log"]}, activity)
 	if err != nil {

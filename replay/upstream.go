@@ -25,6 +25,19 @@ type Hooks struct {
 	// Upstream wraps the model upstream the bridge forwards checked requests
 	// to.
 	Upstream func(bridge.Upstream) bridge.Upstream
+	// Launch sees the CLI launch just before it starts, with the session
+	// staged: the continuation benchmark copies the staged home and
+	// workspace to time the same CLI resuming them without pvisor.
+	Launch func(Launch)
+}
+
+// Launch is one CLI launch as the engine runs it.
+type Launch struct {
+	Entry           string
+	Args, Env       []string
+	Dir, Home, Temp string // working directory, isolated home, TMPDIR
+	Stdin           []byte
+	Bridge          string // the bridge's URL
 }
 
 // upstream builds the model upstream: --upstream names one, and the default is

@@ -84,6 +84,13 @@ type Stats struct {
 	Side    int `json:"side"` // tool-less requests (titles, summaries)
 }
 
+// Fresh is an unplayed copy of u, with the same replies and ids: the
+// continuation benchmark serves it to the CLI directly, without a bridge, to
+// time the CLI alone against exactly what pvisor played to it.
+func (u *Upstream) Fresh() *Upstream {
+	return &Upstream{proto: u.proto, fproto: u.fproto, script: u.script, seed: u.seed}
+}
+
 // Stats reports the replies served so far.
 func (u *Upstream) Stats() Stats {
 	u.mu.Lock()

@@ -111,6 +111,16 @@ func TestPlaysRecordedActionsAfterTheBase(t *testing.T) {
 	if d := cmp.Diff(Stats{Actions: 3, Base: 3, Played: 3, PastEnd: 1}, up.Stats()); d != "" {
 		t.Errorf("stats (-want +got):\n%s", d)
 	}
+
+	// A fresh copy has played nothing: its base is its own first request's.
+	fresh := up.Fresh()
+	srv = start(t, fresh)
+	if d := cmp.Diff(got{Types: []string{"reasoning", "message", "function_call"}, Calls: []string{"call_orig1"}, Text: "Listing."}, answer(5)); d != "" {
+		t.Errorf("fresh copy, first request (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(Stats{Actions: 3, Base: 5, Played: 1}, fresh.Stats()); d != "" {
+		t.Errorf("fresh copy stats (-want +got):\n%s", d)
+	}
 }
 
 // Streams arrive event by event through the bridge, complete, and several at

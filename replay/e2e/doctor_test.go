@@ -18,7 +18,7 @@ import (
 )
 
 // pvisorBinary builds the static pvisor binary once per test.
-func pvisorBinary(t *testing.T) string {
+func pvisorBinary(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "pvisor")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/pvisor")

@@ -46,7 +46,7 @@ func (s *recordedSession) sameRelease() bool { return s.version == s.release }
 
 // recordingDirs are the recorded sessions of agent, one per CLI release that
 // recorded one, oldest release first.
-func recordingDirs(t *testing.T, agent string) []string {
+func recordingDirs(t testing.TB, agent string) []string {
 	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(projectRoot(t), "testdata", "e2e", "sessions", agent+"@*"))
 	if len(dirs) == 0 {
@@ -61,7 +61,7 @@ func recordingDirs(t *testing.T, agent string) []string {
 // loadRecordedSession is the newest tested release of agent continuing the
 // session that release recorded (or, when it recorded none, the oldest
 // recording). It skips the test when the release is not installed.
-func loadRecordedSession(t *testing.T, agent string, format trajectory.Format) *recordedSession {
+func loadRecordedSession(t testing.TB, agent string, format trajectory.Format) *recordedSession {
 	t.Helper()
 	rels := tested.Of(agent)
 	newest := rels[len(rels)-1]
@@ -91,7 +91,7 @@ func eachRelease(t *testing.T, agent string, format trajectory.Format, f func(t 
 // releaseBin is where install-clis.sh puts a release's CLI. A release that
 // is not installed skips the test, or fails it under CI, where the install
 // script has run.
-func releaseBin(t *testing.T, rel tested.Release) string {
+func releaseBin(t testing.TB, rel tested.Release) string {
 	t.Helper()
 	bin := rel.Path(e2eDir(t))
 	if _, err := os.Stat(bin); err != nil {
@@ -103,7 +103,7 @@ func releaseBin(t *testing.T, rel tested.Release) string {
 	return bin
 }
 
-func loadRecording(t *testing.T, dir string, rel tested.Release, format trajectory.Format) *recordedSession {
+func loadRecording(t testing.TB, dir string, rel tested.Release, format trajectory.Format) *recordedSession {
 	t.Helper()
 	s := &recordedSession{agent: rel.Agent, format: format, dir: dir, bin: releaseBin(t, rel), release: rel.Version}
 	m, err := readManifest(filepath.Join(s.dir, "manifest.json"))
