@@ -34,6 +34,17 @@ if [ $# -gt 0 ]; then # the newest release of each named agent
   [ -n "$releases" ] || { echo "install-clis: none of $* is listed in $versions" >&2; exit 1; }
 fi
 
+# Checks that start an installed Python agent run offline: in a loopback-only
+# network namespace when we may make one, and with litellm's model cost map
+# read from the package (it otherwise fetches it from the network at import).
+offline() {
+  if unshare -n true 2>/dev/null; then
+    LITELLM_LOCAL_MODEL_COST_MAP=True OPENHANDS_SUPPRESS_BANNER=1 unshare -n "$@"
+  else
+    LITELLM_LOCAL_MODEL_COST_MAP=True OPENHANDS_SUPPRESS_BANNER=1 "$@"
+  fi
+}
+
 while read -r agent pkg version bin; do
   case $pkg in
   pypi:*) # a Python package: its own venv, so releases never share site-packages
@@ -48,7 +59,7 @@ while read -r agent pkg version bin; do
       "$py" -m venv "$prefix" >&2
       PIP_DISABLE_PIP_VERSION_CHECK=1 "$prefix/bin/python" -m pip install --quiet --no-input "$pkg==$version" >&2
       # A throwaway HOME: Python CLIs create their config dirs on first start.
-      HOME="$prefix/.pvisor-home" XDG_CONFIG_HOME="$prefix/.pvisor-home/.config" "$exe" --help >/dev/null 2>&1 ||
+      HOME="$prefix/.pvisor-home" XDG_CONFIG_HOME="$prefix/.pvisor-home/.config" offline "$exe" --help >/dev/null 2>&1 ||
         { echo "install-clis: $bin --help failed after installing $pkg==$version; see $prefix" >&2; exit 1; }
       printf '%s\n' "pypi:$pkg==$version" >"$stamp"
     fi
@@ -73,6 +84,39 @@ while read -r agent pkg version bin; do
   esac
   ln -sfn "$exe" "$dir/bin/$bin" # the last line of each agent (the newest) wins
 done <<<"$releases"
+
+# openhands-sdk for TestOpenHandsSDKReplay (replay fidelity against OpenHands'
+# own terminal and file editor; continuing OpenHands is not built, so it is
+# not a versions.txt line). It needs Python >= 3.12, which Debian 12 lacks:
+# installed when a Python 3.12 or 3.13 works (on PATH or pyenv's), else left out (the test
+# skips and says why); a failed install only warns. Only on a full install.
+ohsdk=1.58.2
+if [ $# -eq 0 ]; then
+  prefix="$dir/py/openhands-sdk@$ohsdk"
+  stamp="$prefix/.pvisor-installed"
+  if [ "$(cat "$stamp" 2>/dev/null)" != "pypi:openhands-sdk==$ohsdk" ]; then
+    py=""
+    # pyenv's shims refuse a version that is not selected: ask its dirs too.
+    for c in python3.12 python3.13 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[23].*/bin/python3; do
+      if command -v "$c" >/dev/null && "$c" -c 'import venv' 2>/dev/null; then py=$(command -v "$c"); break; fi
+    done
+    if [ -z "$py" ]; then
+      echo "install-clis: no python3.12/3.13: openhands-sdk left out (TestOpenHandsSDKReplay skips)" >&2
+    else
+      echo "install-clis: installing openhands-sdk==$ohsdk into $prefix ($py)" >&2
+      rm -rf "$prefix"
+      if "$py" -m venv "$prefix" >&2 &&
+        PIP_DISABLE_PIP_VERSION_CHECK=1 "$prefix/bin/python" -m pip install --quiet --no-input \
+          "openhands-sdk==$ohsdk" "openhands-tools==$ohsdk" >&2 &&
+        offline "$prefix/bin/python" -c 'import openhands.sdk, openhands.tools.terminal, openhands.tools.file_editor' >/dev/null 2>&1; then
+        printf '%s\n' "pypi:openhands-sdk==$ohsdk" >"$stamp"
+      else
+        echo "install-clis: warning: openhands-sdk==$ohsdk did not install; TestOpenHandsSDKReplay will skip" >&2
+        rm -rf "$prefix"
+      fi
+    fi
+  fi
+fi
 
 debs=()
 command -v rg >/dev/null || debs+=(ripgrep)
