@@ -8,7 +8,6 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
-	"github.com/pvisor/pvisor/bridge/translate"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -46,30 +45,11 @@ func (r *sessionRun) upstream() (bridge.Upstream, map[string]any, error) {
 	h := http.Header{}
 	h.Set(RouterSessionHeader, r.req.RunID)
 	cfg := bridge.UpstreamConfig{Protocol: p, Headers: h}.FillFromEnv(os.Getenv)
-	switch {
-	case p == bridge.Chat && proto == bridge.Anthropic:
-		model := r.req.UpstreamModel
-		if model == "" {
-			model = os.Getenv("OPENAI_MODEL")
-		}
-		if model == "" {
-			return nil, nil, configErr("--upstream openai-chat for %s needs the model the server serves (--upstream-model or OPENAI_MODEL)", r.store.Agent())
-		}
-		tu, err := translate.NewChatUpstream(cfg, model)
-		if err != nil {
-			return nil, nil, configErr("%v", err)
-		}
-		meta["endpoint"], meta["translation"], meta["model"] = tu.String(), "anthropic-messages-to-chat-completions", model
-		return tu, meta, nil
-	case p != proto:
-		return nil, nil, configErr("--upstream %s cannot serve %s, which speaks %s", p, r.store.Agent(), proto)
-	}
-	hu, err := bridge.NewHTTPUpstream(cfg)
+	up, err := modelUpstream(cfg, proto, string(r.store.Agent()), r.req.UpstreamModel, UpstreamFake, meta)
 	if err != nil {
-		return nil, nil, configErr("%v", err)
+		return nil, nil, err
 	}
-	meta["endpoint"] = hu.String()
-	return hu, meta, nil
+	return up, meta, nil
 }
 
 // fakeUpstream is the fake model on a loopback port, reached like any

@@ -92,41 +92,50 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 		c.AgentArgs = append(slices.Clone(c.AgentArgs), off.args...)
 		cfg := bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.fields}.FillFromEnv(os.Getenv)
 		meta["session_id"] = r.sessionID()
-		switch {
-		case p == bridge.Chat && l.Protocol() == bridge.Anthropic:
-			// Claude Code on an OpenAI-compatible server (vLLM, LiteLLM):
-			// the only translation the bridge does, and only on request.
-			model := r.req.UpstreamModel
-			if model == "" {
-				model = os.Getenv("OPENAI_MODEL")
-			}
-			if model == "" {
-				return nil, nil, configErr("--upstream openai-chat for %s needs the model the server serves (--upstream-model or OPENAI_MODEL): the agent asks for its own model names", r.plan.Format.Agent())
-			}
-			tu, err := translate.NewChatUpstream(cfg, model)
-			if err != nil {
-				return nil, nil, configErr("%v", err)
-			}
-			meta["endpoint"] = tu.String()
-			meta["translation"] = "anthropic-messages-to-chat-completions"
-			meta["model"] = model
-			up = tu
-		case p != l.Protocol():
-			return nil, nil, configErr("--upstream %s cannot serve %s, which speaks %s; use --upstream %s or %s",
-				p, r.plan.Format.Agent(), l.Protocol(), l.Protocol(), UpstreamRecorded)
-		default:
-			hu, err := bridge.NewHTTPUpstream(cfg)
-			if err != nil {
-				return nil, nil, configErr("%v", err)
-			}
-			meta["endpoint"] = hu.String()
-			up = hu
+		if up, err = modelUpstream(cfg, l.Protocol(), r.plan.Format.Agent(), r.req.UpstreamModel, UpstreamRecorded, meta); err != nil {
+			return nil, nil, err
 		}
 	}
 	if h := r.req.Hooks; h != nil && h.Upstream != nil {
 		up = h.Upstream(up)
 	}
 	return up, meta, nil
+}
+
+// modelUpstream is the upstream for a model service speaking cfg.Protocol to
+// an agent that speaks agentProto: the provider itself, or for Claude Code
+// an OpenAI-compatible server through the bridge's one translation. other
+// names the upstream to suggest when the protocols cannot meet. The
+// endpoint (and translation) go into meta.
+func modelUpstream(cfg bridge.UpstreamConfig, agentProto bridge.Protocol, agent, upstreamModel, other string, meta map[string]any) (bridge.Upstream, error) {
+	p := cfg.Protocol
+	switch {
+	case p == bridge.Chat && agentProto == bridge.Anthropic:
+		// Claude Code on an OpenAI-compatible server (vLLM, LiteLLM):
+		// the only translation the bridge does, and only on request.
+		model := upstreamModel
+		if model == "" {
+			model = os.Getenv("OPENAI_MODEL")
+		}
+		if model == "" {
+			return nil, configErr("--upstream openai-chat for %s needs the model the server serves (--upstream-model or OPENAI_MODEL): the agent asks for its own model names", agent)
+		}
+		tu, err := translate.NewChatUpstream(cfg, model)
+		if err != nil {
+			return nil, configErr("%v", err)
+		}
+		meta["endpoint"], meta["translation"], meta["model"] = tu.String(), "anthropic-messages-to-chat-completions", model
+		return tu, nil
+	case p != agentProto:
+		return nil, configErr("--upstream %s cannot serve %s, which speaks %s; use --upstream %s or %s",
+			p, agent, agentProto, agentProto, other)
+	}
+	hu, err := bridge.NewHTTPUpstream(cfg)
+	if err != nil {
+		return nil, configErr("%v", err)
+	}
+	meta["endpoint"] = hu.String()
+	return hu, nil
 }
 
 // activeUpstream counts every response byte the upstream produces into
