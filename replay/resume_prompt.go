@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -55,9 +54,9 @@ func (r *sessionRun) loadPrompt(ctx context.Context, ws, sessionID string) error
 		r.warn(w)
 	}
 	if req.OutputSchema != "" {
-		data, err := readCapped(req.OutputSchema, prompt.MaxFileBytes)
+		data, err := toolrun.ReadUserFile("--output-schema", req.OutputSchema, prompt.MaxFileBytes, "a schema file", "pass a JSON Schema file")
 		if err != nil {
-			return configErr("--output-schema: %v", err)
+			return configErr("%v", err)
 		}
 		if r.schema, err = prompt.CompileSchema(data); err != nil {
 			return configErr("--output-schema %s: %v", req.OutputSchema, err)
@@ -154,21 +153,4 @@ func (r *sessionRun) structured(text string) (any, error) {
 		return nil, prompt.WithTag(err, r.req.OutputTag)
 	}
 	return json.RawMessage(content), nil
-}
-
-// readCapped reads a small file the user named, refusing one over max.
-func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s is over %d bytes", path, max)
-	}
-	return data, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -155,26 +154,7 @@ const maxConfigBytes = 1 << 20
 // readConfigFile reads a regular file of at most maxConfigBytes: a FIFO
 // would hang the read and /dev/zero would never end.
 func readConfigFile(path string) ([]byte, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("--config: %v", err)
-	}
-	f, fi, err := toolrun.OpenRegular("read", abs)
-	if err != nil {
-		return nil, fmt.Errorf("--config %s: %v; pass a TOML file", path, err)
-	}
-	defer f.Close()
-	if fi.Size() > maxConfigBytes {
-		return nil, fmt.Errorf("--config %s is %d bytes, over the %d-byte limit for a request file", path, fi.Size(), maxConfigBytes)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("--config: %v", err)
-	}
-	if len(data) > maxConfigBytes {
-		return nil, fmt.Errorf("--config %s grew past the %d-byte limit while read", path, maxConfigBytes)
-	}
-	return data, nil
+	return toolrun.ReadUserFile("--config", path, maxConfigBytes, "a request file", "pass a TOML file")
 }
 
 // tomlError names the file, line and key of a TOML problem.

@@ -16,7 +16,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -317,26 +316,7 @@ func (t *Template) Text() (text string, ok bool) {
 // readFile reads a prompt file: a regular file (a FIFO would hang the read,
 // /dev/zero never end) of at most MaxFileBytes.
 func readFile(flag, path string) ([]byte, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", flag, err)
-	}
-	f, fi, err := toolrun.OpenRegular("read", abs)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %v; pass a text file", flag, path, err)
-	}
-	defer f.Close()
-	if fi.Size() > MaxFileBytes {
-		return nil, fmt.Errorf("%s %s is %d bytes, over the %d-byte limit for a prompt file", flag, path, fi.Size(), MaxFileBytes)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %v", flag, path, err)
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%s %s grew past the %d-byte limit while read", flag, path, MaxFileBytes)
-	}
-	return data, nil
+	return toolrun.ReadUserFile(flag, path, MaxFileBytes, "a prompt file", "pass a text file")
 }
 
 // shellQuote makes s one word for sh, whatever it holds.
