@@ -189,30 +189,44 @@ func Entrypoint(explicit, binary, path string) (string, string, error) {
 // checkVersion applies the tested range: outside it the run is refused unless
 // allowed, and then degraded.
 func (r *run) checkVersion(l Launcher, version, printed string) error {
-	rng := tested.RangeOf(r.req.Agent)
+	check, degraded, err := versionVerdict(l, r.req.Agent, version, printed, r.req.AllowUntestedVersion)
+	if check != nil {
+		r.res.Metadata["agent_version_check"] = check
+	}
+	for _, d := range degraded {
+		r.degrade(d)
+	}
+	return err
+}
+
+// versionVerdict checks what the CLI printed for --version against its
+// launcher's shape and the tested range: the agent_version_check metadata
+// (nil when the version could not be compared), and either a refusal or,
+// with allowUntested, why the run is degraded.
+func versionVerdict(l Launcher, agent, version, printed string, allowUntested bool) (check map[string]any, degraded []string, err error) {
+	rng := tested.RangeOf(agent)
 	recognised := l.VersionShape().MatchString(printed)
 	if !recognised {
-		msg := fmt.Sprintf("%s --version printed %q, not the way %s prints its version", l.Binary(), firstLine(printed), r.req.Agent)
-		if !r.req.AllowUntestedVersion {
-			return fail(result.UnsupportedVersion, "%s: is --agent-entrypoint really %s? (a release that changed its output needs --allow-untested-version; quality becomes degraded)", msg, r.req.Agent)
+		msg := fmt.Sprintf("%s --version printed %q, not the way %s prints its version", l.Binary(), firstLine(printed), agent)
+		if !allowUntested {
+			return nil, nil, fail(result.UnsupportedVersion, "%s: is --agent-entrypoint really %s? (a release that changed its output needs --allow-untested-version; quality becomes degraded)", msg, agent)
 		}
-		r.degrade(msg)
+		degraded = append(degraded, msg)
 	}
 	ok, err := rng.Contains(version)
 	if err != nil {
-		return fail(result.UnsupportedVersion, "%s version %q cannot be compared with the tested range %s: %v", l.Binary(), version, rng, err)
+		return nil, degraded, fail(result.UnsupportedVersion, "%s version %q cannot be compared with the tested range %s: %v", l.Binary(), version, rng, err)
 	}
-	r.res.Metadata["agent_version_check"] = map[string]any{"tested_range": rng.String(), "version": version, "in_range": ok,
+	check = map[string]any{"tested_range": rng.String(), "version": version, "in_range": ok,
 		"version_output_recognised": recognised}
 	if ok {
-		return nil
+		return check, degraded, nil
 	}
-	if !r.req.AllowUntestedVersion {
-		return fail(result.UnsupportedVersion, "%s %s is outside the tested range %s; install a tested version, or pass --allow-untested-version (quality becomes degraded)",
+	if !allowUntested {
+		return check, nil, fail(result.UnsupportedVersion, "%s %s is outside the tested range %s; install a tested version, or pass --allow-untested-version (quality becomes degraded)",
 			l.Binary(), version, rng)
 	}
-	r.degrade(fmt.Sprintf("%s %s is outside the tested range %s", l.Binary(), version, rng))
-	return nil
+	return check, append(degraded, fmt.Sprintf("%s %s is outside the tested range %s", l.Binary(), version, rng)), nil
 }
 
 // degrade marks the run degraded and says why.

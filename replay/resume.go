@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/prompt"
-	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/session"
@@ -430,25 +428,16 @@ func (r *sessionRun) probe(ctx context.Context) (string, error) {
 		return "", fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
 	r.res.Agent.Version = &version
-	rng := tested.RangeOf(r.store.Agent())
-	ok, err := rng.Contains(version)
+	check, degraded, err := versionVerdict(l, r.store.Agent(), version, printed, r.req.AllowUntestedVersion)
+	if check != nil {
+		r.res.Metadata["agent_version_check"] = check
+	}
 	if err != nil {
-		return "", fail(result.UnsupportedVersion, "%s version %q: %v", l.Binary(), version, err)
+		return "", err
 	}
-	recognised := l.VersionShape().MatchString(printed)
-	r.res.Metadata["agent_version_check"] = map[string]any{"tested_range": rng.String(), "version": version, "in_range": ok,
-		"version_output_recognised": recognised}
-	if ok && recognised {
-		return entry, nil
+	if len(degraded) > 0 {
+		r.res.Metadata["quality_reasons"] = degraded
 	}
-	msg := fmt.Sprintf("%s %s is outside the tested range %s", l.Binary(), version, rng)
-	if !recognised {
-		msg = fmt.Sprintf("%s --version printed %q, not the way %s prints its version", l.Binary(), firstLine(printed), r.store.Agent())
-	}
-	if !r.req.AllowUntestedVersion {
-		return "", fail(result.UnsupportedVersion, "%s; install a tested version, or pass --allow-untested-version (quality becomes degraded)", msg)
-	}
-	r.res.Metadata["quality_reasons"] = []string{msg}
 	return entry, nil
 }
 
