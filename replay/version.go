@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -59,11 +60,18 @@ func probeVersion(ctx context.Context, entry string, env []string) (version, pri
 // probeVersionWith runs argv instead of `entry --version`, for CLIs that
 // print their version another way (VersionCommander).
 func probeVersionWith(ctx context.Context, argv []string, env []string) (version, printed string, err error) {
+	return probeVersionIn(ctx, argv, env, nil)
+}
+
+// probeVersionIn is probeVersionWith with the child's process attributes
+// (a network namespace of its own, say).
+func probeVersionIn(ctx context.Context, argv []string, env []string, attr *syscall.SysProcAttr) (version, printed string, err error) {
 	entry := strings.Join(argv, " ")
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = env
+	cmd.SysProcAttr = attr
 	out := &CappedBuffer{Max: probeMaxOut}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = time.Second
@@ -84,6 +92,41 @@ func probeVersionWith(ctx context.Context, argv []string, env []string) (version
 		return "", "", fmt.Errorf("%s printed no version number: %q", entry, firstLine(text))
 	}
 	return m[1], text, nil
+}
+
+// ProbeAgentVersion asks entry which release of agent's CLI it is, the way a
+// continuation does (the launcher's own version command, a throwaway home
+// under dir, no cache), and checks the output has that agent's shape. With
+// offline (root only) the probe runs in a network namespace of its own: a
+// Python agent's import must not reach the network. It is for choosing
+// among recordings (the doctor); the run itself probes again.
+func ProbeAgentVersion(ctx context.Context, agent, entry, dir string, offline bool) (string, error) {
+	l, ok := launchers[agent]
+	if !ok {
+		return "", fmt.Errorf("pvisor does not continue %s", agent)
+	}
+	env, err := isolatedHome([]string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}, dir)
+	if err != nil {
+		return "", err
+	}
+	argv := []string{entry, "--version"}
+	if vc, ok := l.(VersionCommander); ok {
+		if argv, err = vc.VersionCommand(entry); err != nil {
+			return "", err
+		}
+	}
+	var attr *syscall.SysProcAttr
+	if offline {
+		attr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	}
+	version, printed, err := probeVersionIn(ctx, argv, env, attr)
+	if err != nil {
+		return "", err
+	}
+	if !l.VersionShape().MatchString(printed) {
+		return "", fmt.Errorf("%s printed %q, not the way %s prints its version", entry, firstLine(printed), agent)
+	}
+	return version, nil
 }
 
 func firstLine(s string) string {

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -201,7 +202,11 @@ func runCheck(ctx context.Context, o Options, agent, entry string, row *Row) (*r
 	} else {
 		row.Output = filepath.Join(dir, "out", "doctor")
 	}
-	traj, steps, err := layOut(agent, dir, row)
+	base, err := recordingFor(ctx, agent, entry, dir)
+	if err != nil {
+		return nil, err
+	}
+	traj, steps, err := layOut(agent, base, dir, row)
 	if err != nil {
 		return nil, err
 	}
@@ -240,10 +245,53 @@ func runCheck(ctx context.Context, o Options, agent, entry string, row *Row) (*r
 	return &res, nil
 }
 
-// layOut writes agent's bundled session and its initial repo under dir and
-// returns the session's path and its number of steps.
-func layOut(agent, dir string, row *Row) (string, int, error) {
+// recordingFor is the bundled recording the doctor continues with the CLI
+// at entry: sessions/<agent> itself, or, for an agent whose releases cannot
+// continue each other's format (mini-swe-agent 1.x and 2.x), the
+// sessions/<agent>/<version> of the installed release's major version (the
+// newest when none has it). The installed release is asked, in a network
+// namespace of its own where this process may make one.
+func recordingFor(ctx context.Context, agent, entry, dir string) (string, error) {
 	base := path.Join("sessions", agent)
+	if _, err := fs.Stat(sessions, path.Join(base, "manifest.json")); err == nil {
+		return base, nil
+	}
+	entries, err := sessions.ReadDir(base)
+	if err != nil {
+		return "", err
+	}
+	var versions []string
+	for _, e := range entries {
+		if e.IsDir() {
+			versions = append(versions, e.Name())
+		}
+	}
+	if len(versions) == 0 {
+		return "", fmt.Errorf("no bundled %s recording", agent)
+	}
+	for _, v := range versions {
+		if _, err := tested.ParseSemver(v); err != nil {
+			return "", fmt.Errorf("bundled %s recording %q: %w", agent, v, err)
+		}
+	}
+	slices.SortFunc(versions, func(a, b string) int { return tested.MustSemver(a).Compare(tested.MustSemver(b)) })
+	version, err := replay.ProbeAgentVersion(ctx, agent, entry, filepath.Join(dir, "version-probe"), os.Geteuid() == 0)
+	if err != nil {
+		return "", fmt.Errorf("which %s generation is installed: %w", agent, err)
+	}
+	major := func(v string) string { return strings.SplitN(v, ".", 2)[0] }
+	pick := versions[len(versions)-1]
+	for _, v := range versions {
+		if major(v) == major(version) {
+			pick = v
+		}
+	}
+	return path.Join(base, pick), nil
+}
+
+// layOut writes the bundled session in base and its initial repo under dir
+// and returns the session's path and its number of steps.
+func layOut(agent, base, dir string, row *Row) (string, int, error) {
 	var m struct {
 		Files      map[string]string `json:"files"`
 		CLIVersion string            `json:"cli_version"`

@@ -6,47 +6,116 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pvisor/pvisor/replay/tested"
 )
 
 // TestBundledSessionsAreRecordings: each bundled session is byte for byte a
-// recording in testdata/e2e/sessions made by the oldest tested release, so
-// the doctor checks exactly what the e2e matrix checks.
+// recording made by a tested release (for the CLIs testdata/e2e/sessions of
+// the oldest release; for mini-swe-agent the recording of each generation in
+// trajectory/miniswe/testdata/recorded), so the doctor checks exactly what
+// the e2e matrix checks.
 func TestBundledSessionsAreRecordings(t *testing.T) {
 	got := Agents()
-	if !slices.Equal(got, []string{"claude-code", "codex", "opencode", "pi"}) {
+	if !slices.Equal(got, []string{"claude-code", "codex", "mini-swe-agent", "opencode", "pi"}) {
 		t.Fatalf("bundled agents %v", got)
 	}
 	for _, agent := range got {
-		oldest := tested.Of(agent)[0].Version
-		rec := filepath.Join("..", "..", "testdata", "e2e", "sessions", agent+"@"+oldest)
-		entries, err := sessions.ReadDir("sessions/" + agent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m struct {
-			Files map[string]string `json:"files"`
-		}
-		raw, _ := sessions.ReadFile("sessions/" + agent + "/manifest.json")
-		if err := json.Unmarshal(raw, &m); err != nil {
-			t.Fatal(err)
-		}
-		want := []string{"manifest.json", "repo.tar.gz", m.Files["session"]}
-		slices.Sort(want)
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-			b, _ := sessions.ReadFile("sessions/" + agent + "/" + e.Name())
-			r, err := os.ReadFile(filepath.Join(rec, e.Name()))
-			if err != nil || !bytes.Equal(b, r) {
-				t.Errorf("bundled %s/%s differs from the recording in %s (%v): copy it again", agent, e.Name(), rec, err)
+		if agent == "mini-swe-agent" {
+			var versions []string
+			for _, rel := range tested.Of(agent) {
+				versions = append(versions, rel.Version)
+				checkBundled(t, "sessions/"+agent+"/"+rel.Version,
+					filepath.Join("..", "..", "trajectory", "miniswe", "testdata", "recorded", rel.Version), false)
 			}
+			entries, _ := sessions.ReadDir("sessions/" + agent)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			if !slices.Equal(names, versions) {
+				t.Errorf("bundled %s recordings %v, want one per tested release %v", agent, names, versions)
+			}
+			continue
 		}
-		if !slices.Equal(names, want) {
-			t.Errorf("bundled %s holds %v, want %v", agent, names, want)
+		oldest := tested.Of(agent)[0].Version
+		checkBundled(t, "sessions/"+agent, filepath.Join("..", "..", "testdata", "e2e", "sessions", agent+"@"+oldest), true)
+	}
+}
+
+// checkBundled compares the bundled dir with the recording rec: the session
+// and repo always, the manifest when withManifest (mini's recordings have
+// none: the doctor's names the files).
+func checkBundled(t *testing.T, dir, rec string, withManifest bool) {
+	t.Helper()
+	entries, err := sessions.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Files map[string]string `json:"files"`
+	}
+	raw, _ := sessions.ReadFile(dir + "/manifest.json")
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"manifest.json", "repo.tar.gz", m.Files["session"]}
+	slices.Sort(want)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+		if e.Name() == "manifest.json" && !withManifest {
+			continue
 		}
+		b, _ := sessions.ReadFile(dir + "/" + e.Name())
+		r, err := os.ReadFile(filepath.Join(rec, e.Name()))
+		if err != nil || !bytes.Equal(b, r) {
+			t.Errorf("bundled %s/%s differs from the recording in %s (%v): copy it again", dir, e.Name(), rec, err)
+		}
+	}
+	if !slices.Equal(names, want) {
+		t.Errorf("bundled %s holds %v, want %v", dir, names, want)
+	}
+}
+
+// TestRecordingForMini: the doctor continues the recording of the installed
+// mini generation (its releases cannot continue each other's format), the
+// newest for a generation it has none of, and says so when the entrypoint
+// is not mini.
+func TestRecordingForMini(t *testing.T) {
+	for _, tc := range []struct{ prints, want, err string }{
+		{"mini-swe-agent 1.17.5", "sessions/mini-swe-agent/1.17.5", ""},
+		{"mini-swe-agent 1.2.0", "sessions/mini-swe-agent/1.17.5", ""},
+		{"mini-swe-agent 2.4.6", "sessions/mini-swe-agent/2.4.6", ""},
+		{"mini-swe-agent 3.0.1", "sessions/mini-swe-agent/2.4.6", ""},
+		{"Python 3.11.7", "", "not the way mini-swe-agent prints its version"},
+	} {
+		t.Run(tc.prints, func(t *testing.T) {
+			dir := t.TempDir()
+			py := filepath.Join(dir, "python")
+			mini := filepath.Join(dir, "mini")
+			if err := os.WriteFile(py, []byte("#!/bin/sh\necho '"+tc.prints+"'\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(mini, []byte("#!"+py+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			got, err := recordingFor(t.Context(), "mini-swe-agent", mini, dir)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("got %q, %v; want error saying %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+	if got, err := recordingFor(t.Context(), "codex", "/nonexistent", t.TempDir()); err != nil || got != "sessions/codex" {
+		t.Errorf("codex: %q, %v (one recording: nothing to probe)", got, err)
 	}
 }
 
@@ -69,7 +138,7 @@ func TestExitCode(t *testing.T) {
 
 func TestCheckRefusesBadOptions(t *testing.T) {
 	for _, o := range []Options{
-		{Agents: []string{"mini-swe-agent"}},
+		{Agents: []string{"swe-agent"}},
 		{Agents: []string{"nope"}},
 		{Entrypoint: "/bin/true"},
 		{Agents: []string{"codex", "pi"}, Entrypoint: "/bin/true"},
