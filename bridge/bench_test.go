@@ -177,6 +177,7 @@ func BenchmarkStreamThroughput(b *testing.B) {
 			b.ReportMetric(mbps(bytesDirect, direct), "direct-MB/s")
 			b.ReportMetric(mbps(bytesBridged, bridged), "bridge-MB/s")
 			b.ReportMetric(direct.Seconds()/bridged.Seconds(), "ratio")
+			b.ReportMetric(cpuDirect.Seconds()/cpuBridged.Seconds(), "cpu-ratio")
 			ops := float64(b.N)
 			b.ReportMetric(cpuDirect.Seconds()*1e3/ops, "direct-cpu-ms/op")
 			b.ReportMetric(cpuBridged.Seconds()*1e3/ops, "bridge-cpu-ms/op")
@@ -231,16 +232,18 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 				wg.Wait()
 				return time.Since(start), n, ttfb
 			}
-			var wallD, wallB time.Duration
+			var wallD, wallB, cpuD, cpuB time.Duration
 			var nD, nB int64
 			var ttfbD, ttfbB []time.Duration
 			b.SetBytes(int64(2 * streams * tc.total))
 			b.ResetTimer()
 			for b.Loop() {
+				c0 := cpuTime(b)
 				w, n, t := round(viaDirect)
-				wallD, nD, ttfbD = wallD+w, nD+n, append(ttfbD, t...)
+				c1 := cpuTime(b)
+				wallD, nD, ttfbD, cpuD = wallD+w, nD+n, append(ttfbD, t...), cpuD+c1-c0
 				w, n, t = round(viaBridge)
-				wallB, nB, ttfbB = wallB+w, nB+n, append(ttfbB, t...)
+				wallB, nB, ttfbB, cpuB = wallB+w, nB+n, append(ttfbB, t...), cpuB+cpuTime(b)-c1
 			}
 			b.StopTimer()
 			if nD != nB {
@@ -250,6 +253,7 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 				b.ReportMetric(float64(nD)/wallD.Seconds()/1e6, "direct-MB/s")
 				b.ReportMetric(float64(nB)/wallB.Seconds()/1e6, "bridge-MB/s")
 				b.ReportMetric(wallD.Seconds()/wallB.Seconds(), "ratio")
+				b.ReportMetric(cpuD.Seconds()/cpuB.Seconds(), "cpu-ratio")
 				return
 			}
 			dp, brp := p50(ttfbD), p50(ttfbB)
