@@ -145,6 +145,21 @@ func digest(b []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// digestLater hashes b on another goroutine; the returned func waits for the
+// digest. b must not change meanwhile (Conversation.Check leaves the body as it
+// is, and the forwarded body is only read). The func is for one goroutine.
+func digestLater(b []byte) func() string {
+	ch := make(chan string, 1)
+	go func() { ch <- digest(b) }()
+	var sum string
+	return func() string {
+		if ch != nil {
+			sum, ch = <-ch, nil
+		}
+		return sum
+	}
+}
+
 // logRecord writes rec as one log line: the same facts as the record, nothing more.
 func (s *Server) logRecord(rec Record) {
 	level := slog.LevelInfo

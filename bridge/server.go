@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/rand"
@@ -190,6 +191,10 @@ type exchange struct {
 	rec       Record
 	validated bool
 	fail      *UpstreamFailure
+	// The body digests, hashed while the check and the upstream work: a
+	// request of a few hundred KiB takes most of a millisecond to hash on a
+	// CPU without SHA instructions, time the agent would wait for its first byte.
+	reqSum, fwdSum func() string
 }
 
 // ServeHTTP checks, in order: Host (DNS rebinding), browser origin, the token, the
@@ -211,6 +216,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rec.Status = http.StatusOK
 		}
 		rec.DurationMS = time.Since(start).Milliseconds()
+		if ex.reqSum != nil {
+			rec.RequestSHA256 = ex.reqSum()
+		}
+		if ex.fwdSum != nil {
+			rec.ForwardSHA256 = ex.fwdSum()
+		}
 		s.add(*rec, ex.validated, ex.fail)
 		s.logRecord(*rec)
 	}()
@@ -263,7 +274,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reject(OutcomeRejected, rej.status, rej.kind, rej.msg)
 		return
 	}
-	rec.RequestBytes, rec.RequestSHA256 = len(body), digest(body)
+	rec.RequestBytes, ex.reqSum = len(body), digestLater(body)
 
 	req := &Request{Seq: s.nextSeq(), Protocol: rt.proto, Route: rt.name, Path: r.URL.RequestURI(),
 		Header: r.Header.Clone(), Body: body}
@@ -282,7 +293,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ex.validated = true
 	req.Body = forward
-	rec.ForwardBytes, rec.ForwardSHA256 = len(forward), digest(forward)
+	rec.ForwardBytes, ex.fwdSum = len(forward), ex.reqSum
+	if !bytes.Equal(forward, body) {
+		ex.fwdSum = digestLater(forward)
+	}
 	if abort := s.forward(r.Context(), sw, req, ex); abort {
 		// The status is already sent; the only honest signal left is to break the
 		// connection so the client sees a truncated stream, not a finished one.
@@ -425,8 +439,13 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *reje
 		return nil, tooLarge
 	}
 	var rd io.Reader = http.MaxBytesReader(w, r.Body, limit)
+	// A body of announced length is read into one allocation (plus room for the
+	// read that sees its end), not through ReadAll's doublings and copies: an
+	// agent's request is hundreds of KiB, and the agent waits for it.
+	size := int64(bytes.MinRead)
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
+		size += max(r.ContentLength, 0)
 	case "gzip":
 		zr, err := gzip.NewReader(rd)
 		if err != nil {
@@ -440,7 +459,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *reje
 			"request Content-Encoding %q is not supported; turn request compression off in the agent "+
 				"(Codex: -c features.enable_request_compression=false)", trimPath(enc))}
 	}
-	body, err := io.ReadAll(rd)
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	_, err := buf.ReadFrom(rd)
+	body := buf.Bytes()
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe) || int64(len(body)) > limit:

@@ -420,6 +420,34 @@ func TestConversationRewrites(t *testing.T) {
 	}
 }
 
+// TestRecordDigestsUnchangedBody: a body the check forwards as it is (the same
+// slice or an equal copy) is recorded with one digest for both sides.
+func TestRecordDigestsUnchangedBody(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		conv Conversation
+	}{
+		{"same slice", Passthrough},
+		{"equal copy", ConversationFunc(func(_ context.Context, req *Request) ([]byte, error) {
+			return bytes.Clone(req.Body), nil
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, root := newFake(t)
+			s := startBridge(t, Options{Upstream: newUpstream(t, Chat, root), Conversation: tc.conv})
+			in := requestBody(Chat, false)
+			if res, body := do(t, newReq(t, s, http.MethodPost, "/v1/chat/completions", in)); res.StatusCode != 200 {
+				t.Fatalf("%d %s", res.StatusCode, body)
+			}
+			s.Close()
+			rec := s.Records()[0]
+			if rec.RequestSHA256 != digest([]byte(in)) || rec.ForwardSHA256 != rec.RequestSHA256 || rec.ForwardBytes != len(in) {
+				t.Errorf("record %+v", rec)
+			}
+		})
+	}
+}
+
 // TestCheckerFailuresFailClosed: a panicking checker refuses, a refusal that lands
 // while another request is being checked stops that one too, and a client that
 // leaves mid-check is not a verdict on the run.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -39,6 +40,17 @@ func BenchmarkReplayedCallOverhead(b *testing.B) {
 	if err := os.WriteFile(traj, []byte(sb.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	// cpu is the CPU time (user + system) of this process and its reaped
+	// children: unlike the wall time it barely moves with the machine's load,
+	// so it shows what the engine costs per call when the p50s are noise.
+	cpu := func() time.Duration {
+		var self, kids syscall.Rusage
+		if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids) != nil {
+			b.Fatal("getrusage")
+		}
+		return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
+	}
+	var cpuPlain, cpuBare, cpuIsolated time.Duration
 	runs := 0
 	replay := func(isolate bool) time.Duration {
 		defer func(old bool) { noIsolation = old }(noIsolation)
@@ -54,15 +66,18 @@ func BenchmarkReplayedCallOverhead(b *testing.B) {
 	}
 	var plain, bare, isolated []time.Duration
 	for b.Loop() {
-		start := time.Now()
+		c0, start := cpu(), time.Now()
 		for j := 0; j < calls; j++ {
 			if err := exec.Command("true").Run(); err != nil {
 				b.Fatal(err)
 			}
 		}
 		plain = append(plain, time.Since(start)/calls)
+		c1 := cpu()
 		bare = append(bare, replay(false))
+		c2 := cpu()
 		isolated = append(isolated, replay(true))
+		cpuPlain, cpuBare, cpuIsolated = cpuPlain+c1-c0, cpuBare+c2-c1, cpuIsolated+cpu()-c2
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / 1e6 }
 	p, e, i := median(plain), median(bare), median(isolated)
@@ -71,6 +86,10 @@ func BenchmarkReplayedCallOverhead(b *testing.B) {
 	b.ReportMetric(float64(e)/float64(p), "x-plain")
 	b.ReportMetric(ms(i-p), "isolated-overhead-p50-ms/call")
 	b.ReportMetric(float64(i)/float64(p), "isolated-x-plain")
+	perCall := func(d time.Duration) float64 { return ms(d) / float64(b.N*calls) }
+	b.ReportMetric(perCall(cpuPlain), "exec-cpu-ms/call")
+	b.ReportMetric(perCall(cpuBare-cpuPlain), "cpu-overhead-ms/call")
+	b.ReportMetric(perCall(cpuIsolated-cpuPlain), "isolated-cpu-overhead-ms/call")
 }
 
 func median(ds []time.Duration) time.Duration {

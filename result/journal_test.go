@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -154,5 +155,22 @@ func TestResultRoundTrip(t *testing.T) {
 		if strings.Contains(string(r.Line()), `"quality":null`) != early {
 			t.Errorf("early=%v: %s", early, r.Line())
 		}
+	}
+}
+
+// TestNewIDIsUUIDv4: ids are lower-case version 4, variant 10 UUIDs, and two
+// are never the same.
+func TestNewIDIsUUIDv4(t *testing.T) {
+	shape := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newID()
+		if !shape.MatchString(id) {
+			t.Fatalf("%q is not a version 4 UUID", id)
+		}
+		if seen[id] {
+			t.Fatalf("%q came twice", id)
+		}
+		seen[id] = true
 	}
 }
