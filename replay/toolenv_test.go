@@ -68,7 +68,10 @@ func TestVersionProbeHomeIsIsolated(t *testing.T) {
 	}
 }
 
-// A replayed tool that allocates past the run's memory cgroup is killed;
+// A replayed tool that allocates past the run's memory cgroup is killed
+// (bash -c, not a login shell: a login shell's profile may run `pyenv
+// rehash`, and a rehash killed for memory leaves its lock file behind on
+// the host, which stalls every later login shell for 60 s);
 // the fresh observation says why, the result names the limit, and the run
 // still ends with a result.
 func TestToolMemoryLimitKillsTool(t *testing.T) {
@@ -89,7 +92,7 @@ func TestToolMemoryLimitKillsTool(t *testing.T) {
 	traj := filepath.Join(dir, "t.jsonl")
 	os.WriteFile(traj, []byte(`{"timestamp": "2025-09-24T19:22:20.000Z", "type": "session_meta", "payload": {"id": "01997e76-d124-7592-9cac-2ec05abbca08", "cwd": "/w", "cli_version": "0.40.0"}}
 {"timestamp": "2025-09-24T19:22:21.000Z", "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]}}
-{"timestamp": "2025-09-24T19:22:22.000Z", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{\"command\": [\"bash\", \"-lc\", \"x=$(head -c 200000000 /dev/zero | tr '\\\\0' a); echo ${#x}\"], \"timeout_ms\": 20000}", "call_id": "c0"}}
+{"timestamp": "2025-09-24T19:22:22.000Z", "type": "response_item", "payload": {"type": "function_call", "name": "shell", "arguments": "{\"command\": [\"bash\", \"-c\", \"x=$(head -c 200000000 /dev/zero | tr '\\\\0' a); echo ${#x}\"], \"timeout_ms\": 20000}", "call_id": "c0"}}
 {"timestamp": "2025-09-24T19:22:23.000Z", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c0", "output": "{\"output\": \"200000000\\n\", \"metadata\": {\"exit_code\": 0, \"duration_seconds\": 0.1}}"}}
 `), 0o644)
 	res := Run(context.Background(), &Request{Agent: "codex", Trajectory: traj, AfterStep: 1, Mode: ReplayOnly,
