@@ -118,7 +118,7 @@ func (miniLauncher) TextActions(c *Continuation) bool {
 
 type miniStaged struct {
 	c       *Continuation
-	conv    *envelope.Mini
+	conv    *envelope.Runner
 	py      string
 	request string
 	output  string
