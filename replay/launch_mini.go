@@ -71,7 +71,7 @@ func venvPython(entry string) (string, error) {
 	}
 	py := filepath.Join(filepath.Dir(real), "python")
 	if _, err := os.Stat(py); err != nil {
-		return "", fmt.Errorf("%s is not the mini script of a Python venv (no python next to it)", entry)
+		return "", fmt.Errorf("%s is not a script of a Python venv (no python next to it)", entry)
 	}
 	return py, nil
 }
