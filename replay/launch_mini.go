@@ -71,7 +71,7 @@ func venvPython(entry string) (string, error) {
 	}
 	py := filepath.Join(filepath.Dir(real), "python")
 	if _, err := os.Stat(py); err != nil {
-		return "", fmt.Errorf("%s is not the mini script of a Python venv (no python next to it)", entry)
+		return "", fmt.Errorf("%s is not a script of a Python venv (no python next to it)", entry)
 	}
 	return py, nil
 }
@@ -118,7 +118,7 @@ func (miniLauncher) TextActions(c *Continuation) bool {
 
 type miniStaged struct {
 	c       *Continuation
-	conv    *envelope.Mini
+	conv    *envelope.Runner
 	py      string
 	request string
 	output  string

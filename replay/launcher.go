@@ -152,6 +152,7 @@ var launchers = map[string]Launcher{
 	"opencode":       opencodeLauncher{},
 	"pi":             piLauncher{},
 	"mini-swe-agent": miniLauncher{},
+	"openhands":      openhandsLauncher{},
 }
 
 // Entrypoint resolves an agent CLI as a replay does: the explicit path

@@ -174,7 +174,7 @@ func BuildPlan(req *Request) (*Plan, error) {
 		return nil, decodeFailure(req.Trajectory, err)
 	}
 	if rr, ok := format.(trajectory.RunRefuser); ok && req.Mode != PrepareOnly {
-		if err := rr.RefuseRun(req.Mode == Continue); err != nil {
+		if err := rr.RefuseRun(t, req.Mode == Continue); err != nil {
 			return nil, fail(result.UnsupportedAgent, "%v", err)
 		}
 	}

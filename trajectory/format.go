@@ -36,11 +36,11 @@ type Format interface {
 
 // RunRefuser is implemented by formats pvisor can decode and prepare but
 // not replay or continue (the agent's own runtime would be needed and
-// cannot be installed). The engine asks before anything runs, for every
-// mode but --prepare-only; the error says why, and the run ends as an
-// unsupported agent (exit 11).
+// cannot be installed), or not every trajectory of. The engine asks before
+// anything runs, for every mode but --prepare-only; the error says why, and
+// the run ends as an unsupported agent (exit 11).
 type RunRefuser interface {
-	RefuseRun(continuation bool) error
+	RefuseRun(t *Trajectory, continuation bool) error
 }
 
 // PrefixDecoder is a Format that can decode for a plan ending at a step

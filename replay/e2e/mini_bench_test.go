@@ -89,9 +89,14 @@ type fakeURL struct {
 // serveSubmit serves a model whose every reply submits, so both programs
 // end right after their first request.
 func serveSubmit(b *testing.B) fakeURL {
+	return serveRepeated(b, fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{fn("bash", `{"command":"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}`)}})
+}
+
+// serveRepeated serves a model that gives every request the same reply.
+func serveRepeated(b *testing.B, r fakemodel.Reply) fakeURL {
 	var s fakemodel.Script
 	for i := 0; i < 8; i++ {
-		s.Replies = append(s.Replies, fakemodel.Reply{ToolCalls: []fakemodel.ToolCall{fn("bash", `{"command":"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}`)}})
+		s.Replies = append(s.Replies, r)
 	}
 	f := fakemodel.New(s)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

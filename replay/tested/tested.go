@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -20,6 +21,11 @@ type Release struct {
 	// for a package column prefixed "pypi:" (the prefix is not part of
 	// Package).
 	Registry string
+	// Python is the lowest Python a PyPI release's venv needs ("3.12" from
+	// an option python>=3.12; "" is any python3), With the packages
+	// installed beside it at the same version (option with=a,b).
+	Python string
+	With   []string
 }
 
 // Registries of versions.txt's package column.
@@ -30,10 +36,10 @@ const (
 
 // Path is where testdata/e2e/install-clis.sh installs the release's
 // executable under its directory dir (PVISOR_E2E_DIR): npm packages under
-// cli/, PyPI packages in a venv under py/.
+// cli/, PyPI packages in a venv per package release under py/.
 func (r Release) Path(dir string) string {
 	if r.Registry == RegistryPyPI {
-		return filepath.Join(dir, "py", r.Agent+"@"+r.Version, "bin", r.Binary)
+		return filepath.Join(dir, "py", r.Package+"@"+r.Version, "bin", r.Binary)
 	}
 	return filepath.Join(dir, "cli", r.Agent+"@"+r.Version, "node_modules", ".bin", r.Binary)
 }
@@ -50,8 +56,8 @@ func mustParse(s string) []Release {
 }
 
 // Parse reads versions.txt: one release per line (agent, package, version,
-// binary; the package is npm's unless prefixed "pypi:"), '#' comments and
-// blank lines ignored.
+// binary; the package is npm's unless prefixed "pypi:", then options),
+// '#' comments and blank lines ignored.
 func Parse(s string) ([]Release, error) {
 	var out []Release
 	for n, line := range strings.Split(s, "\n") {
@@ -62,8 +68,8 @@ func Parse(s string) ([]Release, error) {
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) != 4 {
-			return nil, fmt.Errorf("versions.txt:%d: want 4 fields (agent, package, version, binary), got %d", n+1, len(f))
+		if len(f) < 4 {
+			return nil, fmt.Errorf("versions.txt:%d: want 4 fields (agent, package, version, binary) and options, got %d", n+1, len(f))
 		}
 		if _, err := ParseSemver(f[2]); err != nil {
 			return nil, fmt.Errorf("versions.txt:%d: %w", n+1, err)
@@ -75,10 +81,46 @@ func Parse(s string) ([]Release, error) {
 			}
 			rel.Package, rel.Registry = name, RegistryPyPI
 		}
+		if err := rel.options(f[4:]); err != nil {
+			return nil, fmt.Errorf("versions.txt:%d: %w", n+1, err)
+		}
 		out = append(out, rel)
 	}
 	return out, nil
 }
+
+// options reads a line's options: python>=X.Y and with=a,b, PyPI lines
+// only (install-clis.sh reads them the same way).
+func (r *Release) options(opts []string) error {
+	for _, o := range opts {
+		if r.Registry != RegistryPyPI {
+			return fmt.Errorf("option %q: only pypi: packages take options", o)
+		}
+		switch {
+		case strings.HasPrefix(o, "python>="):
+			v := strings.TrimPrefix(o, "python>=")
+			if !pythonVersion.MatchString(v) {
+				return fmt.Errorf("option %q: want python>=3.N", o)
+			}
+			r.Python = v
+		case strings.HasPrefix(o, "with="):
+			for _, p := range strings.Split(strings.TrimPrefix(o, "with="), ",") {
+				if !pypiName.MatchString(p) {
+					return fmt.Errorf("option %q: %q is not a package name", o, p)
+				}
+				r.With = append(r.With, p)
+			}
+		default:
+			return fmt.Errorf("unknown option %q (known: python>=3.N, with=pkg,pkg)", o)
+		}
+	}
+	return nil
+}
+
+var (
+	pythonVersion = regexp.MustCompile(`^3\.\d+$`)
+	pypiName      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
 
 // Of returns the tested releases of agent, oldest first.
 func Of(agent string) []Release {

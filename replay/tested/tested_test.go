@@ -56,7 +56,7 @@ func TestVersionsFile(t *testing.T) {
 		}
 		pkg[r.Agent], bin[r.Agent] = r.Package, r.Binary
 	}
-	for _, a := range []string{"claude-code", "codex", "opencode", "pi", "mini-swe-agent"} {
+	for _, a := range []string{"claude-code", "codex", "opencode", "pi", "mini-swe-agent", "openhands"} {
 		if len(Of(a)) == 0 {
 			t.Errorf("no tested release of %s", a)
 		}
@@ -81,6 +81,30 @@ func TestParseRejects(t *testing.T) {
 	}
 }
 
+// TestOptions: a pypi: line may name the Python it needs and packages
+// installed beside it; the venv is named after the package, not the agent.
+func TestOptions(t *testing.T) {
+	rs, err := Parse("openhands pypi:openhands-sdk 1.58.2 openhands-sdk python>=3.12 with=openhands-tools,x.y\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	if r.Python != "3.12" || strings.Join(r.With, " ") != "openhands-tools x.y" || r.Path("/e") != "/e/py/openhands-sdk@1.58.2/bin/openhands-sdk" {
+		t.Errorf("%+v at %s", r, r.Path("/e"))
+	}
+	for in, want := range map[string]string{
+		"a @s/a 1.0.0 a python>=3.12":   "only pypi: packages",
+		"a pypi:a 1.0.0 a python>=3":    "want python>=3.N",
+		"a pypi:a 1.0.0 a with=ok,$bad": "not a package name",
+		"a pypi:a 1.0.0 a extras=[x]":   "unknown option",
+		"a pypi:a 1.0.0 a with=":        "not a package name",
+	} {
+		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "versions.txt:1") {
+			t.Errorf("Parse(%q) = %v, want an error saying %q", in, err, want)
+		}
+	}
+}
+
 // TestRegistries: a "pypi:" package column is a Python package installed
 // into a venv; anything else is npm's. Ranges span both kinds alike.
 func TestRegistries(t *testing.T) {
@@ -93,7 +117,7 @@ func TestRegistries(t *testing.T) {
 		pkg, registry, bin string
 	}{
 		{0, "@scope/a", RegistryNPM, "/e/cli/a@1.2.0/node_modules/.bin/a"},
-		{1, "mini-swe-agent", RegistryPyPI, "/e/py/m@2.4.6/bin/mini"},
+		{1, "mini-swe-agent", RegistryPyPI, "/e/py/mini-swe-agent@2.4.6/bin/mini"},
 	} {
 		r := rs[tc.i]
 		if r.Package != tc.pkg || r.Registry != tc.registry || r.Path("/e") != tc.bin {

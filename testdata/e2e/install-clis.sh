@@ -23,9 +23,9 @@ versions="$root/replay/tested/versions.txt"
 mkdir -p "$dir/cli" "$dir/py" "$dir/bin"
 [ -f "$dir/.gitignore" ] || printf '*\n' >"$dir/.gitignore"
 
-# agent package version binary, comments stripped; sorted so the newest of each
-# agent comes last (sort -V orders 2.1.197 before 2.1.265 before 2.1.332).
-releases=$(sed 's/#.*//' "$versions" | awk 'NF == 4 { print $1, $2, $3, $4 }' | sort -k1,1 -k3,3V)
+# agent package version binary [options], comments stripped; sorted so the newest of
+# each agent comes last (sort -V orders 2.1.197 before 2.1.265 before 2.1.332).
+releases=$(sed 's/#.*//' "$versions" | awk 'NF >= 4' | sort -k1,1 -k3,3V)
 [ -n "$releases" ] || { echo "install-clis: no releases in $versions" >&2; exit 1; }
 if [ $# -gt 0 ]; then # the newest release of each named agent
   want=$(printf '%s\n' "$@")
@@ -33,6 +33,21 @@ if [ $# -gt 0 ]; then # the newest release of each named agent
     <(echo "$want") <(echo "$releases"))
   [ -n "$releases" ] || { echo "install-clis: none of $* is listed in $versions" >&2; exit 1; }
 fi
+
+# python_for MIN: the first interpreter with venv that is Python >= MIN (3.N;
+# "" is any python3): python3 and python3.N..3.13 on PATH, then pyenv's
+# versions (its shims refuse a version that is not selected).
+python_for() {
+  local min=${1:-3.0} c
+  for c in python3 $(seq -f "python3.%g" "${min#3.}" 13) "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3; do
+    if command -v "$c" >/dev/null &&
+      "$c" -c "import sys, venv; sys.exit(sys.version_info < (3, ${min#3.}))" 2>/dev/null; then
+      command -v "$c"
+      return 0
+    fi
+  done
+  return 1
+}
 
 # Checks that start an installed Python agent run offline: in a loopback-only
 # network namespace when we may make one, and with litellm's model cost map
@@ -45,24 +60,57 @@ offline() {
   fi
 }
 
-while read -r agent pkg version bin; do
+# version_script PREFIX PACKAGE BIN writes PREFIX/bin/BIN for a package that
+# installs no such executable: run by the venv's python, it prints
+# "<package> <version>" (pvisor finds the venv by its shebang and probes the
+# version with it).
+version_script() {
+  printf '#!%s\n# Written by pvisor install-clis.sh: prints the installed release.\nimport importlib.metadata\nprint("%s", importlib.metadata.version("%s"))\n' \
+    "$1/bin/python" "$2" "$2" >"$1/bin/$3"
+  chmod +x "$1/bin/$3"
+}
+
+while read -r agent pkg version bin opts; do
   case $pkg in
   pypi:*) # a Python package: its own venv, so releases never share site-packages
     pkg=${pkg#pypi:}
-    prefix="$dir/py/$agent@$version"
+    need="" with=()
+    for o in $opts; do
+      case $o in
+      python\>=*) need=${o#python>=} ;;
+      with=*) IFS=, read -ra with <<<"${o#with=}" ;;
+      *) echo "install-clis: $agent $version: unknown option $o (see the top of $versions)" >&2; exit 1 ;;
+      esac
+    done
+    prefix="$dir/py/$pkg@$version"
     exe="$prefix/bin/$bin"
     stamp="$prefix/.pvisor-installed"
-    if [ "$(cat "$stamp" 2>/dev/null)" != "pypi:$pkg==$version" ] || [ ! -x "$exe" ]; then
-      py=$(command -v python3) || { echo "install-clis: python3 not found; install Python >= 3.10 with venv and pip first" >&2; exit 1; }
-      echo "install-clis: installing $pkg==$version into $prefix" >&2
+    if [ "$(cat "$stamp" 2>/dev/null)" != "pypi:$pkg==$version" ]; then
+      if ! py=$(python_for "$need"); then
+        if [ -n "$need" ]; then # an optional runtime: its tests skip and say why
+          echo "install-clis: warning: no Python >= $need with venv: $pkg==$version left out" >&2
+          continue
+        fi
+        echo "install-clis: python3 not found; install Python >= 3.10 with venv and pip first" >&2
+        exit 1
+      fi
+      echo "install-clis: installing $pkg==$version${with:+ with ${with[*]}} into $prefix ($py)" >&2
       rm -rf "$prefix"
-      "$py" -m venv "$prefix" >&2
-      PIP_DISABLE_PIP_VERSION_CHECK=1 "$prefix/bin/python" -m pip install --quiet --no-input "$pkg==$version" >&2
+      if ! { "$py" -m venv "$prefix" >&2 &&
+        PIP_DISABLE_PIP_VERSION_CHECK=1 "$prefix/bin/python" -m pip install --quiet --no-input \
+          "$pkg==$version" "${with[@]/%/==$version}" >&2; }; then
+        rm -rf "$prefix"
+        [ -n "$need" ] || { echo "install-clis: installing $pkg==$version failed" >&2; exit 1; }
+        echo "install-clis: warning: $pkg==$version did not install; its tests will skip" >&2
+        continue
+      fi
+      [ -e "$exe" ] || version_script "$prefix" "$pkg" "$bin"
       # A throwaway HOME: Python CLIs create their config dirs on first start.
       HOME="$prefix/.pvisor-home" XDG_CONFIG_HOME="$prefix/.pvisor-home/.config" offline "$exe" --help >/dev/null 2>&1 ||
         { echo "install-clis: $bin --help failed after installing $pkg==$version; see $prefix" >&2; exit 1; }
       printf '%s\n' "pypi:$pkg==$version" >"$stamp"
     fi
+    [ -e "$exe" ] || version_script "$prefix" "$pkg" "$bin" # a venv installed before the script existed
     ;;
   *)
     prefix="$dir/cli/$agent@$version"
@@ -84,39 +132,6 @@ while read -r agent pkg version bin; do
   esac
   ln -sfn "$exe" "$dir/bin/$bin" # the last line of each agent (the newest) wins
 done <<<"$releases"
-
-# openhands-sdk for TestOpenHandsSDKReplay (replay fidelity against OpenHands'
-# own terminal and file editor; continuing OpenHands is not built, so it is
-# not a versions.txt line). It needs Python >= 3.12, which Debian 12 lacks:
-# installed when a Python 3.12 or 3.13 works (on PATH or pyenv's), else left out (the test
-# skips and says why); a failed install only warns. Only on a full install.
-ohsdk=1.58.2
-if [ $# -eq 0 ]; then
-  prefix="$dir/py/openhands-sdk@$ohsdk"
-  stamp="$prefix/.pvisor-installed"
-  if [ "$(cat "$stamp" 2>/dev/null)" != "pypi:openhands-sdk==$ohsdk" ]; then
-    py=""
-    # pyenv's shims refuse a version that is not selected: ask its dirs too.
-    for c in python3.12 python3.13 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[23].*/bin/python3; do
-      if command -v "$c" >/dev/null && "$c" -c 'import venv' 2>/dev/null; then py=$(command -v "$c"); break; fi
-    done
-    if [ -z "$py" ]; then
-      echo "install-clis: no python3.12/3.13: openhands-sdk left out (TestOpenHandsSDKReplay skips)" >&2
-    else
-      echo "install-clis: installing openhands-sdk==$ohsdk into $prefix ($py)" >&2
-      rm -rf "$prefix"
-      if "$py" -m venv "$prefix" >&2 &&
-        PIP_DISABLE_PIP_VERSION_CHECK=1 "$prefix/bin/python" -m pip install --quiet --no-input \
-          "openhands-sdk==$ohsdk" "openhands-tools==$ohsdk" >&2 &&
-        offline "$prefix/bin/python" -c 'import openhands.sdk, openhands.tools.terminal, openhands.tools.file_editor' >/dev/null 2>&1; then
-        printf '%s\n' "pypi:openhands-sdk==$ohsdk" >"$stamp"
-      else
-        echo "install-clis: warning: openhands-sdk==$ohsdk did not install; TestOpenHandsSDKReplay will skip" >&2
-        rm -rf "$prefix"
-      fi
-    fi
-  fi
-fi
 
 debs=()
 command -v rg >/dev/null || debs+=(ripgrep)

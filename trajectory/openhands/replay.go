@@ -222,11 +222,13 @@ func nativeFields(isError bool, exit *int) json.RawMessage {
 	return b
 }
 
-// RefuseRun refuses continuation before anything runs; --replay-only is
-// pvisor's own (above).
-func (format) RefuseRun(continuation bool) error {
-	if !continuation {
+// RefuseRun refuses to continue V0 trajectories before anything runs:
+// they were written by the OpenHands 0.x server, whose agent loop pvisor
+// does not run (--replay-only is pvisor's own, above). V1 conversations
+// continue with openhands-sdk through pvisor's runner.
+func (format) RefuseRun(t *trajectory.Trajectory, continuation bool) error {
+	if !continuation || t == nil || t.Format == FormatV1Events {
 		return nil
 	}
-	return fmt.Errorf("continuing OpenHands is not built: it needs OpenHands' own agent loop (openhands-sdk for V1, openhands-ai's ReplayManager for V0) driven through the bridge by a runner verified against an installed runtime; use --replay-only to re-run the prefix and rebuild its events")
+	return fmt.Errorf("continuing an OpenHands V0 trajectory (%s) is not supported: it needs the OpenHands 0.x server's agent loop, which does not install here; pvisor continues OpenHands V1 (software-agent-sdk) event logs. Use --replay-only to re-run the prefix and rebuild its events", t.Format)
 }

@@ -105,7 +105,7 @@ func (format) PrefixModelTurns(t *trajectory.Trajectory, afterStep int) int {
 }
 
 // RefuseRun refuses --replay-only and continuation before anything runs.
-func (format) RefuseRun(continuation bool) error {
+func (format) RefuseRun(_ *trajectory.Trajectory, continuation bool) error {
 	what := "re-running a SWE-agent prefix"
 	if continuation {
 		what = "continuing SWE-agent"

@@ -139,7 +139,7 @@ func TestRefuseRun(t *testing.T) {
 		t.Fatal("the SWE-agent format does not refuse runs")
 	}
 	for _, cont := range []bool{false, true} {
-		err := rr.RefuseRun(cont)
+		err := rr.RefuseRun(nil, cont)
 		if err == nil || !strings.Contains(err.Error(), "1.x is not published on PyPI") || !strings.Contains(err.Error(), "--prepare-only") {
 			t.Errorf("RefuseRun(%v) = %v", cont, err)
 		}

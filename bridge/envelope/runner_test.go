@@ -21,10 +21,21 @@ func miniBody(msgs ...string) []byte {
 	return []byte(`{"model":"fake","messages":[` + strings.Join(msgs, ",") + `],"tools":[{"type":"function"}]}`)
 }
 
-// TestMiniEnvelope: the runner's requests start with the projection (key
+// runnerEnvelopes are the agents continued through a Python runner.
+var runnerEnvelopes = map[string]func([]json.RawMessage, Options) (*Runner, error){
+	"mini-swe-agent": NewMini, "openhands": NewOpenHands,
+}
+
+// TestRunnerEnvelope: a runner's requests start with the projection (key
 // order and spacing may differ) and are forwarded unchanged; anything else
-// is refused.
-func TestMiniEnvelope(t *testing.T) {
+// is refused, for every runner agent.
+func TestRunnerEnvelope(t *testing.T) {
+	for agent, newEnv := range runnerEnvelopes {
+		t.Run(agent, func(t *testing.T) { testRunnerEnvelope(t, agent, newEnv) })
+	}
+}
+
+func testRunnerEnvelope(t *testing.T, agent string, newEnv func([]json.RawMessage, Options) (*Runner, error)) {
 	p := rawStrings(miniPrefix)
 	reordered := `{"role": "assistant", "content": "Step 1.", "tool_calls": [{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]}`
 	live := []string{`{"role":"assistant","content":"Step 2.","tool_calls":[{"id":"c2","type":"function","function":{"name":"bash","arguments":"{}"}}]}`,
@@ -44,7 +55,7 @@ func TestMiniEnvelope(t *testing.T) {
 		{"not json", []byte(`{`), "not valid JSON", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := NewMini(miniPrefix, Options{})
+			m, err := newEnv(miniPrefix, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,12 +76,15 @@ func TestMiniEnvelope(t *testing.T) {
 			}
 		})
 	}
-	if _, err := NewMini(miniPrefix, Options{Prompt: "p"}); err == nil {
+	if _, err := newEnv(miniPrefix, Options{Prompt: "p"}); err == nil {
 		t.Error("a boundary prompt was accepted")
 	}
-	m, _ := NewMini(miniPrefix, Options{})
-	if _, err := m.Check(context.Background(), &bridge.Request{Route: bridge.RouteResponses, Body: miniBody(p...)}); err == nil {
-		t.Error("a Responses request was accepted")
+	if _, err := newEnv(nil, Options{}); err == nil || !strings.Contains(err.Error(), agent) {
+		t.Errorf("an empty prefix: %v", err)
+	}
+	m, _ := newEnv(miniPrefix, Options{})
+	if _, err := m.Check(context.Background(), &bridge.Request{Route: bridge.RouteResponses, Body: miniBody(p...)}); err == nil || !strings.Contains(err.Error(), agent+" talks to") {
+		t.Errorf("a Responses request: %v", err)
 	}
 }
 
