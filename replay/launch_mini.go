@@ -166,32 +166,13 @@ func (s *miniStaged) Conversation() envelope.Conversation { return s.conv }
 // Program is the venv's python, which runs the runner.
 func (s *miniStaged) Program() string { return s.py }
 
-// Command adds the bridge to the request and runs the runner with mini's
-// start-up prompts, cost-map download and telemetry off.
+// Command runs the runner with mini's start-up prompts and cost tracking
+// off and its global config dir in the staged home.
 func (s *miniStaged) Command(b BridgeAddr) (Command, error) {
-	data, err := os.ReadFile(s.request)
-	if err != nil {
-		return Command{}, err
-	}
-	var req map[string]any
-	if err := json.Unmarshal(data, &req); err != nil {
-		return Command{}, err
-	}
-	req["api_base"] = b.URL + "/v1"
-	if data, err = json.Marshal(req); err != nil {
-		return Command{}, err
-	}
-	if err := os.WriteFile(s.request, data, 0o600); err != nil {
-		return Command{}, err
-	}
 	home := s.c.Home
-	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+	return runnerCommand(s.c, s.request, "pvisor-mini-runner.py", b,
 		"MSWEA_CONFIGURED=true", "MSWEA_SILENT_STARTUP=1", "MSWEA_COST_TRACKING=ignore_errors",
-		"MSWEA_GLOBAL_CONFIG_DIR=" + filepath.Join(home, ".config", "mini-swe-agent"),
-		"LITELLM_LOCAL_MODEL_COST_MAP=True", "LITELLM_TELEMETRY=False", "NO_COLOR=1", "TERM=dumb",
-		"OPENAI_API_KEY=" + b.Token}
-	args := append([]string{filepath.Join(home, "pvisor-mini-runner.py"), s.request}, s.c.AgentArgs...)
-	return Command{Args: args, Env: env}, nil
+		"MSWEA_GLOBAL_CONFIG_DIR="+filepath.Join(home, ".config", "mini-swe-agent"))
 }
 
 // Collect reads the trajectory the runner saved. The runner adds nothing

@@ -159,30 +159,10 @@ func (s *openhandsStaged) Conversation() envelope.Conversation { return s.conv }
 // Program is the venv's python, which runs the runner.
 func (s *openhandsStaged) Program() string { return s.py }
 
-// Command adds the bridge to the request and runs the runner with the
-// SDK's banner, litellm's cost-map download and telemetry off.
+// Command runs the runner with the SDK's banner and OpenTelemetry off.
 func (s *openhandsStaged) Command(b BridgeAddr) (Command, error) {
-	data, err := os.ReadFile(s.request)
-	if err != nil {
-		return Command{}, err
-	}
-	var req map[string]any
-	if err := json.Unmarshal(data, &req); err != nil {
-		return Command{}, err
-	}
-	req["api_base"] = b.URL + "/v1"
-	if data, err = json.Marshal(req); err != nil {
-		return Command{}, err
-	}
-	if err := os.WriteFile(s.request, data, 0o600); err != nil {
-		return Command{}, err
-	}
-	home := s.c.Home
-	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"OPENHANDS_SUPPRESS_BANNER=1", "LITELLM_LOCAL_MODEL_COST_MAP=True", "LITELLM_TELEMETRY=False",
-		"OTEL_SDK_DISABLED=true", "NO_COLOR=1", "TERM=dumb", "OPENAI_API_KEY=" + b.Token}
-	args := append([]string{filepath.Join(home, "pvisor-openhands-runner.py"), s.request}, s.c.AgentArgs...)
-	return Command{Args: args, Env: env}, nil
+	return runnerCommand(s.c, s.request, "pvisor-openhands-runner.py", b,
+		"OPENHANDS_SUPPRESS_BANNER=1", "OTEL_SDK_DISABLED=true")
 }
 
 // Collect joins the conversation's event files, in the SDK's order, into
