@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -324,25 +323,5 @@ func TestMiniTamperedRefused(t *testing.T) {
 	os.WriteFile(mini, []byte("#!"+py+"\n"), 0o755)
 	dir := filepath.Join(projectRoot(t), "trajectory", "miniswe", "testdata", "recorded", rel.Version)
 	_, stdout, err := pvisorMini(t, pvisor, dir, filepath.Join(dir, "last_mini_run.traj.json"), 2, "--upstream", "recorded", "--agent-entrypoint", mini)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 40 {
-		t.Fatalf("exit %v, want 40\n%s", err, stdout)
-	}
-	lines := bytes.Split(bytes.TrimSpace(stdout), []byte("\n"))
-	var res struct {
-		Failure struct {
-			Message string `json:"message"`
-		} `json:"failure"`
-		Metadata struct {
-			Continuation struct {
-				Bridge struct {
-					Forwarded int `json:"forwarded"`
-				} `json:"bridge"`
-			} `json:"continuation"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(lines[len(lines)-1], &res); err != nil || res.Metadata.Continuation.Bridge.Forwarded != 0 ||
-		!strings.Contains(res.Failure.Message, "differs from message") {
-		t.Fatalf("result %s (%v)", lines[len(lines)-1], err)
-	}
+	checkTamperRefused(t, stdout, err)
 }

@@ -6,13 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/pvisor/pvisor/bridge/fakemodel"
@@ -309,25 +307,5 @@ func TestOpenHandsTamperedRefused(t *testing.T) {
 	entry := filepath.Join(venv, "openhands-sdk")
 	os.WriteFile(entry, append([]byte("#!"+py+"\n"), body...), 0o755)
 	_, stdout, err := pvisorOH(t, pvisor, rel, 2, "--upstream", "recorded", "--agent-entrypoint", entry)
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 40 {
-		t.Fatalf("exit %v, want 40\n%s", err, stdout)
-	}
-	lines := bytes.Split(bytes.TrimSpace(stdout), []byte("\n"))
-	var res struct {
-		Failure struct {
-			Message string `json:"message"`
-		} `json:"failure"`
-		Metadata struct {
-			Continuation struct {
-				Bridge struct {
-					Forwarded int `json:"forwarded"`
-				} `json:"bridge"`
-			} `json:"continuation"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(lines[len(lines)-1], &res); err != nil || res.Metadata.Continuation.Bridge.Forwarded != 0 ||
-		!strings.Contains(res.Failure.Message, "differs from message") {
-		t.Fatalf("result %s (%v)", lines[len(lines)-1], err)
-	}
+	checkTamperRefused(t, stdout, err)
 }
