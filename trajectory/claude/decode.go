@@ -3,12 +3,14 @@ package claude
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unsafe"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/rawjson"
 	"github.com/pvisor/pvisor/trajectory/jsonl"
 )
 
@@ -156,6 +158,16 @@ func (d *decoder) keep(s string) string {
 	return s
 }
 
+// The members scan, assistant and its blocks read; rawjson steps over the
+// others without unescaping them.
+var (
+	topKeys     = []string{"type", "uuid", "parentUuid", "logicalParentUuid", "isSidechain", "sessionId", "version", "message", "isApiErrorMessage", "agentId", "cwd"}
+	messageKeys = []string{"id", "model", "content"}
+	blockKeys   = []string{"type", "text", "thinking", "id", "name", "input"}
+	contentKey  = []string{"content"}
+	resultKeys  = []string{"type", "tool_use_id", "is_error", "content"} // content last: optional
+)
+
 // fields are the top-level members of an entry the decoder reads.
 type fields struct {
 	typ, uuid, parent, logical, sess, ver, msg, agent, sideKey, cwd gjson.Result
@@ -164,7 +176,7 @@ type fields struct {
 
 // scan reads the top-level members of the line s.
 func (d *decoder) scan(s string) (f fields) {
-	gjson.Parse(s).ForEach(func(k, v gjson.Result) bool {
+	rawjson.EachOf(gjson.Parse(s), topKeys, func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "type":
 			f.typ = v
@@ -301,7 +313,7 @@ func (d *decoder) grow(id int32) {
 func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 	var content gjson.Result
 	synthetic := apiErr
-	msg.ForEach(func(k, v gjson.Result) bool {
+	rawjson.EachOf(msg, messageKeys, func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "id":
 			if v.Type == gjson.String && v.Str != "" {
@@ -324,12 +336,12 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 		d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(content.Str)})
 	}
 	var err error
-	content.ForEach(func(_, b gjson.Result) bool {
+	rawjson.Each(content, func(_, b gjson.Result) bool {
 		if !b.IsObject() {
 			return true
 		}
 		var typ, text, thinking, id, name, input gjson.Result
-		b.ForEach(func(k, v gjson.Result) bool {
+		rawjson.EachOf(b, blockKeys, func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "type":
 				typ = v
@@ -384,26 +396,46 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 }
 
 func (d *decoder) user(e *entry, msg gjson.Result) error {
-	content := msg.Get("content")
+	var content gjson.Result
+	if msg.IsObject() {
+		rawjson.EachOf(msg, contentKey, func(_, v gjson.Result) bool {
+			content = v // the first, as Get
+			return false
+		})
+	}
 	if !content.IsArray() {
 		return nil
 	}
 	e.data = int32(len(d.results))
 	var err error
-	content.ForEach(func(_, b gjson.Result) bool {
-		// Get skips values without unescaping them, so a large result
-		// content costs nothing when it is not wanted.
-		if !b.IsObject() || b.Get("type").Str != "tool_result" {
+	rawjson.Each(content, func(_, b gjson.Result) bool {
+		if !b.IsObject() {
 			return true
 		}
-		id := b.Get("tool_use_id")
+		// One pass over the block, the first of a repeated key winning as
+		// with Get; a result content not wanted is stepped over unread.
+		var f [4]gjson.Result
+		keys := resultKeys
+		if d.opts.SkipObservationContent || d.lean {
+			keys = keys[:3]
+		}
+		rawjson.EachOf(b, keys, func(k, v gjson.Result) bool {
+			if i := slices.Index(keys, k.Str); !f[i].Exists() {
+				f[i] = v
+			}
+			return true
+		})
+		typ, id, isErr, body := f[0], f[1], f[2], f[3]
+		if typ.Str != "tool_result" {
+			return true
+		}
 		if id.Type != gjson.String || id.Str == "" {
 			err = trajectory.Errorf(int(e.line), "tool_result block has no tool_use_id")
 			return false
 		}
-		r := result{toolUseID: d.keep(id.Str), isError: b.Get("is_error").Type == gjson.True}
+		r := result{toolUseID: d.keep(id.Str), isError: isErr.Type == gjson.True}
 		if !d.opts.SkipObservationContent && !d.lean {
-			r.content = d.keep(resultText(b.Get("content")))
+			r.content = d.keep(resultText(body))
 		}
 		d.results = append(d.results, r)
 		return true
@@ -426,7 +458,7 @@ func resultText(c gjson.Result) string {
 		return ""
 	}
 	var parts []string
-	c.ForEach(func(_, b gjson.Result) bool {
+	rawjson.Each(c, func(_, b gjson.Result) bool {
 		if b.Get("type").Str == "text" {
 			parts = append(parts, b.Get("text").Str)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/rawjson"
 )
 
 // message is the part of a pi AgentMessage the model needs: an assistant
@@ -24,6 +25,15 @@ type message struct {
 	isError                   bool
 }
 
+// The members decodeSession, parseMessage, readBlocks and contentText read; rawjson steps
+// over the others without unescaping them.
+var (
+	entryKeys     = []string{"type", "id", "parentId", "message"}
+	messageKeys   = []string{"role", "content", "stopReason", "toolCallId", "toolName", "isError"}
+	blockKeys     = []string{"type", "text", "thinking", "id", "name", "arguments"}
+	textBlockKeys = []string{"type", "text"}
+)
+
 // parseMessage reads an AgentMessage; ok is false for roles that are not
 // actions or results. A non-empty problem says what is wrong with it.
 // Each level is walked once with ForEach: result and tool-call lines hold
@@ -36,7 +46,7 @@ func parseMessage(m gjson.Result, loc trajectory.Locator, skipContent, lean bool
 	}
 	var role, content gjson.Result
 	var callID, toolName, stop string
-	m.ForEach(func(k, v gjson.Result) bool {
+	rawjson.EachOf(m, messageKeys, func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "role":
 			role = v
@@ -85,9 +95,9 @@ func parseMessage(m gjson.Result, loc trajectory.Locator, skipContent, lean bool
 // readBlocks reads an assistant message's text, thinking and toolCall blocks.
 func (msg *message) readBlocks(content gjson.Result, loc trajectory.Locator, lean bool) (problem string) {
 	var texts, thoughts []string
-	content.ForEach(func(k, b gjson.Result) bool {
+	rawjson.Each(content, func(k, b gjson.Result) bool {
 		var typ, id, name, txt, args gjson.Result
-		b.ForEach(func(bk, v gjson.Result) bool {
+		rawjson.EachOf(b, blockKeys, func(bk, v gjson.Result) bool {
 			switch bk.Str {
 			case "type":
 				typ = v
@@ -159,9 +169,9 @@ func contentText(c gjson.Result) string {
 		return strings.Clone(c.Str)
 	}
 	var texts []string
-	c.ForEach(func(_, b gjson.Result) bool {
+	rawjson.Each(c, func(_, b gjson.Result) bool {
 		var typ, txt gjson.Result
-		b.ForEach(func(k, v gjson.Result) bool {
+		rawjson.EachOf(b, textBlockKeys, func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "type":
 				typ = v

@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/rawjson"
 	"github.com/pvisor/pvisor/trajectory/jsonl"
 )
 
@@ -46,7 +47,7 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options, src io.R
 	for ok := true; ok; ok = jr.Next() {
 		ln := jr.Line()
 		var typ, id, parent, msg gjson.Result
-		gjson.Parse(view(ln.Data)).ForEach(func(k, v gjson.Result) bool {
+		rawjson.EachOf(gjson.Parse(view(ln.Data)), entryKeys, func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "type":
 				typ = v
