@@ -140,7 +140,9 @@ type Continuation struct {
 	// CLI for staging or collecting (opencode import / export).
 	Entrypoint string
 	Env        []string
-	AgentArgs  []string
+	// StateRoot holds what outlives a run (OpenCode's template database).
+	StateRoot string
+	AgentArgs []string
 	Envelope   envelope.Options
 }
 
