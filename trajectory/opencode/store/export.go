@@ -285,12 +285,12 @@ func parsed(v any) (map[string]string, error) {
 }
 
 // jsNumber formats f as JavaScript's Number#toString does for the values
-// a row holds (integers and plain decimals; exponents outside 1e-7..1e21).
+// a row holds (integers and plain decimals; exponents outside 1e-6..1e21).
 func jsNumber(f float64) string {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return "null"
 	}
-	if a := math.Abs(f); a == 0 || (a >= 1e-7 && a < 1e21) {
+	if a := math.Abs(f); a == 0 || (a >= 1e-6 && a < 1e21) {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	s := strconv.FormatFloat(f, 'e', -1, 64) // 1e-08 → 1e-8, 1e+21 → 1e+21
