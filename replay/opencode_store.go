@@ -186,7 +186,7 @@ func opencodeStage(stateRoot, entry string, env []string, home, dir string, doc 
 // opencodeRead prints session id of the database in dataDir as `opencode
 // export` does.
 func opencodeRead(dataDir, id string) ([]byte, error) {
-	db, err := store.Open(filepath.Join(dataDir, "opencode.db"))
+	db, err := store.OpenReadOnly(filepath.Join(dataDir, "opencode.db"))
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,13 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"io"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	_ "modernc.org/sqlite" // pure Go: the binary stays static
 )
@@ -53,20 +57,19 @@ func (e *SchemaError) Error() string {
 type DB struct{ db *sql.DB }
 
 // Open opens the database at path for writing (a copy pvisor owns).
-func Open(path string) (*DB, error) { return open(path, false) }
+func Open(path string) (*DB, error) { return open(path, "") }
 
 // OpenReadOnly opens a database pvisor must not change. SQLite still
 // needs its shared-memory file for a database in WAL mode, so callers
 // open a copy when the directory is not theirs.
-func OpenReadOnly(path string) (*DB, error) { return open(path, true) }
+func OpenReadOnly(path string) (*DB, error) { return open(path, "mode=ro") }
 
-func open(path string, ro bool) (*DB, error) {
-	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(5000)")
-	if ro {
-		q.Set("mode", "ro")
+func open(path, mode string) (*DB, error) {
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?_pragma=busy_timeout(5000)"
+	if mode != "" {
+		dsn += "&" + mode
 	}
-	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: path}).EscapedPath()+"?"+q.Encode())
+	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -148,5 +151,56 @@ func (d *DB) Clear() error {
 // to path (which must not exist).
 func (d *DB) VacuumInto(path string) error {
 	_, err := d.db.Exec(`VACUUM INTO ?`, path)
+	return err
+}
+
+// OpenSnapshot opens the database in dataDir (a home that is not
+// pvisor's) without writing there: SQLite writes the shared-memory file of
+// a database in WAL mode even to read it, so a database with a
+// write-ahead log is read from a copy of both files in a new directory
+// under tmpParent (removed by done); one without is opened immutable.
+func OpenSnapshot(dataDir, tmpParent string) (db *DB, done func(), err error) {
+	main := filepath.Join(dataDir, "opencode.db")
+	if st, err := os.Lstat(main); err != nil || !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("no opencode database at %s", main)
+	}
+	if st, err := os.Lstat(main + "-wal"); err != nil || st.Size() == 0 {
+		db, err := open(main, "mode=ro&immutable=1")
+		return db, func() {}, err
+	}
+	dir, err := os.MkdirTemp(tmpParent, "opencode-db-")
+	if err != nil {
+		return nil, nil, err
+	}
+	done = func() { os.RemoveAll(dir) }
+	for _, suffix := range []string{"", "-wal"} {
+		if err := copyFile(main+suffix, filepath.Join(dir, "opencode.db"+suffix)); err != nil {
+			done()
+			return nil, nil, err
+		}
+	}
+	if db, err = Open(filepath.Join(dir, "opencode.db")); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return db, done, nil
+}
+
+// copyFile copies the regular file src (never through a symlink) to a new
+// file dst.
+func copyFile(src, dst string) error {
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
 	return err
 }
