@@ -143,7 +143,7 @@ type Continuation struct {
 	// StateRoot holds what outlives a run (OpenCode's template database).
 	StateRoot string
 	AgentArgs []string
-	Envelope   envelope.Options
+	Envelope  envelope.Options
 }
 
 // launchers are the agents whose continuation this build supports; a

@@ -35,7 +35,11 @@ Pi: the header; OpenCode, an 'opencode export' document: info.directory and
 each message's path.cwd and path.root). Every other byte, message text and tool inputs included,
 is copied as read, and a torn last line is kept.
 
-Agents: claude-code, codex, pi (and opencode for rewrite).
+OpenCode keeps its sessions in SQLite: locate prints the database that
+holds ID (looked up as the session table's key), show the session's
+directory, version, title and its message and part counts.
+
+Agents: claude-code, codex, pi, opencode.
 
 Exit status: 0 ok, 2 a bad flag or id (ids are letters, digits, '-' and
 '_'), 10 no session, several with that id, or input that cannot be
@@ -83,6 +87,15 @@ func cmdSession(args []string, stdout, stderr io.Writer) int {
 	}
 	if sub == "rewrite" {
 		return sessionRewrite(fs, *agent, *from, *to, stdout, stderr, errf)
+	}
+	if isOpenCode(*agent) && (sub == "locate" || sub == "show") {
+		if fs.NArg() != 1 {
+			return errf(2, "expected one session ID, got %d arguments", fs.NArg())
+		}
+		if fs.Changed("from") || fs.Changed("to") || (sub == "locate" && *asJSON) {
+			return errf(2, "--from, --to (and --json for locate) belong to other session commands")
+		}
+		return sessionOpenCode(sub, *home, fs.Arg(0), *asJSON, stdout, errf)
 	}
 	store, code, err := sessionStore(*agent)
 	if err != nil {

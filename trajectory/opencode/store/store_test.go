@@ -290,3 +290,72 @@ func firstDiff(a, b []byte) string {
 	lo := max(0, i-80)
 	return "ours: " + string(a[lo:min(len(a), i+80)]) + "\nCLI:  " + string(b[lo:min(len(b), i+80)])
 }
+
+// TestOpenSnapshotReadsTheWAL: a session only in the write-ahead log (the
+// CLI still running, or killed) is found, from a copy; the directory is
+// not written, neither is a database without a log.
+func TestOpenSnapshotReadsTheWAL(t *testing.T) {
+	p := imported(t, "1.18.33")
+	w, err := sql.Open("sqlite", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.SetMaxOpenConns(1)
+	for _, q := range []string{`PRAGMA journal_mode=WAL`, `PRAGMA wal_autocheckpoint=0`, `UPDATE session SET title = 'only in the log'`} {
+		if _, err := w.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Dir(p)
+	if st, err := os.Stat(p + "-wal"); err != nil || st.Size() == 0 {
+		t.Fatalf("no write-ahead log: %v", err)
+	}
+	before := snapshotDir(t, dir)
+	tmp := t.TempDir()
+	d, done, err := OpenSnapshot(dir, tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ok, err := d.Find("ses_dd667972effeIl1TDXAj2ZWXpJ")
+	if err != nil || !ok || s.Title != "only in the log" {
+		t.Errorf("Find = %+v, %v, %v", s, ok, err)
+	}
+	d.Close()
+	done()
+	if after := snapshotDir(t, dir); !reflect.DeepEqual(before, after) {
+		t.Errorf("the directory changed")
+	}
+	if e, _ := os.ReadDir(tmp); len(e) != 0 {
+		t.Errorf("the copy was left: %v", e)
+	}
+
+	plain := filepath.Dir(imported(t, "1.18.20"))
+	before = snapshotDir(t, plain)
+	d, done, err = OpenSnapshot(plain, tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := d.Find("ses_dcde9ed9dffedKYacsnTgsQHbp"); !ok || err != nil {
+		t.Errorf("Find without a log: %v %v", ok, err)
+	}
+	d.Close()
+	done()
+	if after := snapshotDir(t, plain); !reflect.DeepEqual(before, after) {
+		t.Errorf("the directory without a log changed: %v", after)
+	}
+}
+
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, _ := os.ReadFile(filepath.Join(dir, e.Name()))
+		out[e.Name()] = string(b)
+	}
+	return out
+}
