@@ -220,18 +220,24 @@ func showSession(stdout, stderr io.Writer, store session.Store, loc *session.Loc
 		info.Sidecars = append(info.Sidecars, filepath.Join(loc.Root, s))
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if enc.Encode(info) != nil {
-			return 50
-		}
-		return 0
+		return printJSON(stdout, info)
 	}
 	fmt.Fprintf(stdout, "agent:       %s\nsession:     %s\npath:        %s\norigin cwd:  %s\ncli version: %s\nsize:        %d bytes, %d lines\n",
 		info.Agent, info.SessionID, info.Path, info.OriginCwd, orNone(info.CLIVersion), info.Bytes, info.Lines)
 	for _, s := range info.Sidecars {
 		fmt.Fprintf(stdout, "sidecar:     %s\n", s)
+	}
+	return 0
+}
+
+// printJSON prints show's --json output: indented, HTML characters as
+// they are; 50 when stdout fails.
+func printJSON(stdout io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
+		return 50
 	}
 	return 0
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -62,13 +61,7 @@ func sessionOpenCode(sub, home, id string, asJSON bool, stdout io.Writer, errf f
 	info := openCodeSession{Agent: "opencode", SessionID: s.ID, Path: path, OriginCwd: s.Directory, CLIVersion: s.Version,
 		Title: s.Title, Messages: s.Messages, Parts: s.Parts, Updated: s.TimeUpdated}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if enc.Encode(info) != nil {
-			return 50
-		}
-		return 0
+		return printJSON(stdout, info)
 	}
 	fmt.Fprintf(stdout, "agent:       %s\nsession:     %s\npath:        %s\norigin cwd:  %s\ncli version: %s\ntitle:       %s\nsize:        %d messages, %d parts\n",
 		info.Agent, info.SessionID, info.Path, info.OriginCwd, orNone(info.CLIVersion), info.Title, info.Messages, info.Parts)
