@@ -146,7 +146,7 @@ func locateInDatabase(agent, root, id string) (*session.Located, error) {
 			loc.Sidecars = append(loc.Sidecars, name)
 		}
 	}
-	notFound := &session.NotFoundError{Agent: agent, ID: id, Root: root, Pattern: "session table of " + opencode.DatabaseFiles[0]}
+	notFound := &session.NotFoundError{Agent: agent, ID: id, Root: root, Pattern: "session with that id in " + opencode.DatabaseFiles[0]}
 	if loc.Main != opencode.DatabaseFiles[0] {
 		return nil, notFound
 	}
