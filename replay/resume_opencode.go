@@ -163,7 +163,7 @@ func locateInDatabase(agent, root, id string) (*session.Located, error) {
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, fail(result.TrajectoryError, "%s: %v; is it the database of an OpenCode the tested releases know?", filepath.Join(root, loc.Main), err)
 	}
 	if !found {
 		return nil, notFound
