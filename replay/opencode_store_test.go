@@ -1,8 +1,6 @@
 package replay
 
 import (
-	"compress/gzip"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,30 +105,5 @@ func TestOpenCodeTemplateAndStage(t *testing.T) {
 	// A home with a database already is not overwritten: the caller imports.
 	if err := opencodeStage(state, cli, env, home, ws, doc); err == nil {
 		t.Errorf("staging over an existing database succeeded")
-	}
-}
-
-// openCodeFixtureDB writes the database the real CLI of version filled
-// (trajectory/opencode/store/testdata) to dst.
-func openCodeFixtureDB(t *testing.T, version, dst string) {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "trajectory", "opencode", "store", "testdata", version, "import.db.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := os.Create(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
 	}
 }

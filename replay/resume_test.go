@@ -20,6 +20,7 @@ import (
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/codex"
+	"github.com/pvisor/pvisor/trajectory/opencode/store/storetest"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -331,7 +332,7 @@ func TestResumeBadInput(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The database the real 1.18.20 filled: another session.
-			openCodeFixtureDB(t, "1.18.20", filepath.Join(data, "opencode.db"))
+			storetest.DB(t, "1.18.20", filepath.Join(data, "opencode.db"))
 		}, result.TrajectoryError, "not found"},
 		{"no prompt", func(t *testing.T, f *resumeFixture) { f.req.Prompt = prompt.Source{} }, result.ConfigurationError, "no prompt"},
 		{"recorded upstream", func(t *testing.T, f *resumeFixture) { f.req.Upstream = UpstreamRecorded }, result.ConfigurationError, "a resume has none"},

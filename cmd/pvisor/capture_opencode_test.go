@@ -2,16 +2,15 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"database/sql"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/trajectory/opencode/store/storetest"
 )
 
 // TestCaptureOpenCodeRefusals: an OpenCode capture that cannot be made
@@ -103,29 +102,13 @@ func fakeOpenCode(t *testing.T, body string) string {
 // trajectory/opencode/store/testdata), changed by the SQL alter.
 func openCodeHome(t *testing.T, version, alter string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "trajectory", "opencode", "store", "testdata", version, "import.db.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	home := t.TempDir()
 	data := filepath.Join(home, ".local", "share", "opencode")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(data, "opencode.db")
-	out, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
+	storetest.DB(t, version, p)
 	if alter != "" {
 		db, err := sql.Open("sqlite", p)
 		if err != nil {

@@ -2,17 +2,17 @@ package store
 
 import (
 	"bytes"
-	"compress/gzip"
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory/opencode/store/storetest"
 )
 
 // testdata/<version>/ holds what the real CLI of that version wrote:
@@ -34,26 +34,8 @@ func recording(t *testing.T, v string) []byte {
 // imported is a private copy of the database the real import filled.
 func imported(t *testing.T, v string) string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", v, "import.db.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p := filepath.Join(t.TempDir(), "opencode.db")
-	out, err := os.Create(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, zr); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
+	storetest.DB(t, v, p)
 	return p
 }
 
