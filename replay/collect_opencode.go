@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -13,7 +14,7 @@ import (
 // Collect exports the continued session from OpenCode's database and removes
 // the resume envelope from it.
 func (s *opencodeStaged) Collect() (*Collected, error) {
-	out, _, err := s.tool("export", s.sid)
+	out, how, err := s.exportSession()
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +31,8 @@ func (s *opencodeStaged) Collect() (*Collected, error) {
 		return nil, err
 	}
 	c := &Collected{Session: clean, Metadata: map[string]any{"removed_records": removed,
-		"relocated": s.c.Paths.From + " -> " + s.c.Paths.To, "staged_messages": s.stagedMsgs}}
+		"relocated": s.c.Paths.From + " -> " + s.c.Paths.To, "staged_messages": s.stagedMsgs,
+		"staging": s.staging, "collecting": how}}
 	if s.conv.Report().BudgetExceeded {
 		c.ResultMetadata = map[string]any{"opencode_step_budget": map[string]any{
 			"enforced_by": "pvisor_bridge_watchdog",
@@ -39,6 +41,19 @@ func (s *opencodeStaged) Collect() (*Collected, error) {
 		}}
 	}
 	return c, nil
+}
+
+// exportSession reads the continued session from the database as `opencode
+// export` prints it; when pvisor cannot read it (another schema), the CLI
+// exports it and how says why.
+func (s *opencodeStaged) exportSession() (out []byte, how map[string]any, err error) {
+	out, err = opencodeRead(filepath.Join(s.c.Home, ".local", "share", "opencode"), s.sid)
+	if err == nil {
+		return out, map[string]any{"method": "direct"}, nil
+	}
+	how = map[string]any{"method": "export", "reason": err.Error()}
+	out, _, err = s.tool("export", s.sid)
+	return out, how, err
 }
 
 // cleanOpenCodeExport removes the user message whose only text part is the

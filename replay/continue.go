@@ -110,7 +110,7 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	args := continuationArgs(r.req)
 	c := &Continuation{Plan: r.plan, AfterStep: r.req.AfterStep, Source: r.req.Trajectory, Workspace: ws,
 		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: args,
-		Entrypoint: entry, Env: env}
+		Entrypoint: entry, Env: env, StateRoot: filepath.Dir(r.stateDir)}
 	up, meta, err := r.upstream(l, c)
 	if err != nil {
 		return err

@@ -97,6 +97,10 @@ type opencodeStaged struct {
 	provider   string
 	model      string
 	stagedMsgs int
+	doc        []byte
+	// staging says how the session reached OpenCode's database: written
+	// directly, or imported by the CLI and why.
+	staging map[string]any
 }
 
 func (opencodeLauncher) Stage(c *Continuation) (Staged, error) {
@@ -108,7 +112,7 @@ func (opencodeLauncher) Stage(c *Continuation) (Staged, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the staged export: %w", err)
 	}
-	s := &opencodeStaged{c: c, sid: proj.SessionID, export: filepath.Join(c.Home, "pvisor-staged-session.json"),
+	s := &opencodeStaged{c: c, sid: proj.SessionID, export: filepath.Join(c.Home, "pvisor-staged-session.json"), doc: doc,
 		stagedMsgs: len(gjson.GetBytes(doc, "messages").Array())}
 	s.provider, s.model = opencodeModel(doc)
 	if s.provider == "" || s.model == "" {
@@ -208,17 +212,34 @@ func (s *opencodeStaged) Command(b BridgeAddr) (Command, error) {
 	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), data, 0o600); err != nil {
 		return Command{}, err
 	}
-	out, errOut, err := s.tool("import", s.export)
-	if err != nil {
+	if err := s.stage(); err != nil {
 		return Command{}, err
-	}
-	if all := append(out, errOut...); !bytes.Contains(all, []byte(s.sid)) {
-		return Command{}, fmt.Errorf("opencode import did not report session %s: %s", s.sid, clipOut(all))
 	}
 	args := []string{"run", "--format", "json", "--session", s.sid, "--model", s.provider + "/" + s.model}
 	args = append(args, s.c.AgentArgs...)
 	args = append(args, s.c.Envelope.Nonce)
 	return Command{Args: args, Env: s.env(b.Token)}, nil
+}
+
+// stage puts the session into the isolated home's database: written
+// directly from the template, or by `opencode import` when that cannot
+// stand in for the CLI (the reason is in the result's metadata).
+func (s *opencodeStaged) stage() error {
+	env := append(append([]string(nil), s.c.Env...), s.env("")...)
+	err := opencodeStage(s.c.StateRoot, s.c.Entrypoint, env, s.c.Home, s.c.Workspace, s.doc)
+	if err == nil {
+		s.staging = map[string]any{"method": "direct"}
+		return nil
+	}
+	s.staging = map[string]any{"method": "import", "reason": err.Error()}
+	out, errOut, err := s.tool("import", s.export)
+	if err != nil {
+		return err
+	}
+	if all := append(out, errOut...); !bytes.Contains(all, []byte(s.sid)) {
+		return fmt.Errorf("opencode import did not report session %s: %s", s.sid, clipOut(all))
+	}
+	return nil
 }
 
 // tool runs an OpenCode subcommand that only touches the local database

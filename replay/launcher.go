@@ -140,8 +140,10 @@ type Continuation struct {
 	// CLI for staging or collecting (opencode import / export).
 	Entrypoint string
 	Env        []string
-	AgentArgs  []string
-	Envelope   envelope.Options
+	// StateRoot holds what outlives a run (OpenCode's template database).
+	StateRoot string
+	AgentArgs []string
+	Envelope  envelope.Options
 }
 
 // launchers are the agents whose continuation this build supports; a

@@ -51,6 +51,9 @@ type resumeCall struct {
 	entry      string   // the CLI, for its import and export
 	env        []string // the base environment
 	cwd        string   // the workspace
+	stateRoot  string   // for OpenCode's template database
+	// meta is the run's metadata, for what a later step (collect) reports.
+	meta map[string]any
 }
 
 type resumeCommand struct {

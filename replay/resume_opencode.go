@@ -3,6 +3,7 @@ package replay
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/opencode"
+	ocstore "github.com/pvisor/pvisor/trajectory/opencode/store"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -41,12 +43,19 @@ func opencodeResume(c resumeCall) (resumeCommand, error) {
 	if err := writeConfig(config, cfg, c.backup); err != nil {
 		return resumeCommand{}, err
 	}
-	out, errOut, err := opencodeTool(c.entry, append(append([]string(nil), c.env...), opencodeEnv(c.home, "")...), c.cwd, "import", c.main)
-	if err != nil {
-		return resumeCommand{}, err
-	}
-	if all := append(out, errOut...); !bytes.Contains(all, []byte(c.sid)) {
-		return resumeCommand{}, fmt.Errorf("opencode import did not report session %s: %s", c.sid, clipOut(all))
+	env := append(append([]string(nil), c.env...), opencodeEnv(c.home, "")...)
+	staging := map[string]any{"method": "direct"}
+	if err := opencodeStage(c.stateRoot, c.entry, env, c.home, c.cwd, doc); err != nil {
+		// A home given with --home may hold a database already: the CLI
+		// adds the session to it.
+		staging = map[string]any{"method": "import", "reason": err.Error()}
+		out, errOut, err := opencodeTool(c.entry, env, c.cwd, "import", c.main)
+		if err != nil {
+			return resumeCommand{}, err
+		}
+		if all := append(out, errOut...); !bytes.Contains(all, []byte(c.sid)) {
+			return resumeCommand{}, fmt.Errorf("opencode import did not report session %s: %s", c.sid, clipOut(all))
+		}
 	}
 	args := []string{"run", "--format", "json", "--session", c.sid}
 	if c.mode == ModeFork {
@@ -55,7 +64,7 @@ func opencodeResume(c resumeCall) (resumeCommand, error) {
 	args = append(append(args, "--model", provider+"/"+model), c.args...)
 	args = append(args, c.prompt)
 	return resumeCommand{Command{Args: args, Env: opencodeEnv(c.home, c.bridge.Token)},
-		map[string]any{"opencode_provider": provider, "opencode_model": model}, []string{config}}, nil
+		map[string]any{"opencode_provider": provider, "opencode_model": model, "opencode_staging": staging}, []string{config}}, nil
 }
 
 // opencodeText: the text parts of --format json.
@@ -69,14 +78,34 @@ func opencodeText(line []byte) string {
 // opencodeCollect exports session id from the home's database to where
 // opencode.Bundled keeps it.
 func opencodeCollect(c resumeCall, id string) error {
-	return opencodeExportTo(c, opencodeEnv(c.home, ""), id, filepath.Join(c.root, opencode.ExportDir, id+".json"))
+	return opencodeExport(c, c.root, id, filepath.Join(c.root, opencode.ExportDir, id+".json"))
 }
 
-// opencodeExport exports session id of the database in dataDir (a copy
-// pvisor made) to out.
+// opencodeExport writes session id of the database in dataDir (the
+// home's, or a copy pvisor made) to out as `opencode export` prints it:
+// read by pvisor, or by the CLI when pvisor cannot read that database
+// (then c.meta's opencode_collecting says why).
 func opencodeExport(c resumeCall, dataDir, id, out string) error {
+	doc, err := opencodeRead(dataDir, id)
+	how := map[string]any{"method": "direct"}
+	if err != nil {
+		how = map[string]any{"method": "export", "reason": err.Error()}
+	}
+	if c.meta != nil {
+		c.meta["opencode_collecting"] = how
+	}
+	if err == nil {
+		return writeExport(out, doc)
+	}
 	home := filepath.Dir(filepath.Dir(filepath.Dir(dataDir))) // <home>/.local/share/opencode
 	return opencodeExportTo(c, opencodeEnv(home, ""), id, out)
+}
+
+func writeExport(out string, doc []byte) error {
+	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(out, doc, 0o600)
 }
 
 func opencodeExportTo(c resumeCall, env []string, id, out string) error {
@@ -92,26 +121,23 @@ func opencodeExportTo(c resumeCall, env []string, id, out string) error {
 	if got := gjson.GetBytes(doc, "info.id").Str; got != id {
 		return fmt.Errorf("opencode export printed session %q, not %s", got, id)
 	}
-	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
-		return err
-	}
-	return os.WriteFile(out, doc, 0o600)
+	return writeExport(out, doc)
 }
 
-// locateInDatabase finds session id in the database files of a CLI's data
-// directory without opening it (nothing may be written before the run has
-// its directories): SQLite keeps a text key as its bytes, in the database
-// or its write-ahead log. The main file is the database; the others are
-// sidecars, hashed with it to show the parent unchanged.
+// locateInDatabase finds session id in the session table of a CLI's data
+// directory by its primary key, without writing there (nothing may be
+// written before the run has its directories; store.OpenSnapshot). A
+// database of a schema pvisor does not read falls back to finding the id's
+// bytes in the files, which the export then confirms (it must return that
+// id). The main file is the database; the others are sidecars, hashed with
+// it to show the parent unchanged.
 func locateInDatabase(agent, root, id string) (*session.Located, error) {
 	if err := session.CheckID(id); err != nil {
 		return nil, err
 	}
 	loc := &session.Located{Agent: agent, ID: id, Root: root}
-	found := false
 	for _, name := range opencode.DatabaseFiles {
-		p := filepath.Join(root, name)
-		if _, err := os.Lstat(p); err != nil {
+		if _, err := os.Lstat(filepath.Join(root, name)); err != nil {
 			continue
 		}
 		if loc.Main == "" {
@@ -119,16 +145,42 @@ func locateInDatabase(agent, root, id string) (*session.Located, error) {
 		} else {
 			loc.Sidecars = append(loc.Sidecars, name)
 		}
-		ok, err := fileContains(p, []byte(id))
-		if err != nil {
-			return nil, err
-		}
-		found = found || ok
 	}
-	if loc.Main != opencode.DatabaseFiles[0] || !found {
-		return nil, &session.NotFoundError{Agent: agent, ID: id, Root: root, Pattern: "session in " + opencode.DatabaseFiles[0]}
+	notFound := &session.NotFoundError{Agent: agent, ID: id, Root: root, Pattern: "session with that id in " + opencode.DatabaseFiles[0]}
+	if loc.Main != opencode.DatabaseFiles[0] {
+		return nil, notFound
+	}
+	found, err := findSession(root, id)
+	var schema *ocstore.SchemaError
+	if errors.As(err, &schema) {
+		found, err = false, nil
+		for _, name := range append([]string{loc.Main}, loc.Sidecars...) {
+			ok, ferr := fileContains(filepath.Join(root, name), []byte(id))
+			if ferr != nil {
+				return nil, ferr
+			}
+			found = found || ok
+		}
+	}
+	if err != nil {
+		return nil, fail(result.TrajectoryError, "%s: %v; is it the database of an OpenCode the tested releases know?", filepath.Join(root, loc.Main), err)
+	}
+	if !found {
+		return nil, notFound
 	}
 	return loc, nil
+}
+
+// findSession looks id up in the database of dataDir.
+func findSession(dataDir, id string) (bool, error) {
+	db, done, err := ocstore.OpenSnapshot(dataDir, "")
+	if err != nil {
+		return false, err
+	}
+	defer done()
+	defer db.Close()
+	_, ok, err := db.Find(id)
+	return ok, err
 }
 
 // fileContains streams path for needle.
@@ -185,8 +237,18 @@ func exportBundle(store session.Store, spec resumeSpec, loc *session.Located, c 
 			return "", nil, fail(result.WorkspaceError, "copying the source database: %v", err)
 		}
 	}
+	if c.meta == nil {
+		c.meta = map[string]any{}
+	}
 	if err := spec.export(c, data, loc.ID, filepath.Join(data, opencode.ExportDir, loc.ID+".json")); err != nil {
 		return "", nil, fail(result.TrajectoryError, "exporting %s session %s: %v", store.Agent(), loc.ID, err)
+	}
+	if how, _ := c.meta["opencode_collecting"].(map[string]any); how["method"] == "direct" && via != nil {
+		// pvisor read the rows itself: the export document is the one the
+		// CLI would print, made without running it.
+		v := *via
+		v.Method = "database-read"
+		via = &v
 	}
 	return capture.Capture(capture.Options{Store: store, Root: data, ID: loc.ID, StoreDir: storeDir, Via: via})
 }

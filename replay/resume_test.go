@@ -20,6 +20,7 @@ import (
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/codex"
+	"github.com/pvisor/pvisor/trajectory/opencode/store/storetest"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -330,9 +331,8 @@ func TestResumeBadInput(t *testing.T) {
 			if err := os.MkdirAll(data, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(data, "opencode.db"), []byte("SQLite format 3\x00 ses_other"), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			// The database the real 1.18.20 filled: another session.
+			storetest.DB(t, "1.18.20", filepath.Join(data, "opencode.db"))
 		}, result.TrajectoryError, "not found"},
 		{"no prompt", func(t *testing.T, f *resumeFixture) { f.req.Prompt = prompt.Source{} }, result.ConfigurationError, "no prompt"},
 		{"recorded upstream", func(t *testing.T, f *resumeFixture) { f.req.Upstream = UpstreamRecorded }, result.ConfigurationError, "a resume has none"},

@@ -35,7 +35,11 @@ Pi: the header; OpenCode, an 'opencode export' document: info.directory and
 each message's path.cwd and path.root). Every other byte, message text and tool inputs included,
 is copied as read, and a torn last line is kept.
 
-Agents: claude-code, codex, pi (and opencode for rewrite).
+OpenCode keeps its sessions in SQLite: locate prints the database that
+holds ID (looked up as the session table's key), show the session's
+directory, version, title and its message and part counts.
+
+Agents: claude-code, codex, pi, opencode.
 
 Exit status: 0 ok, 2 a bad flag or id (ids are letters, digits, '-' and
 '_'), 10 no session, several with that id, or input that cannot be
@@ -83,6 +87,15 @@ func cmdSession(args []string, stdout, stderr io.Writer) int {
 	}
 	if sub == "rewrite" {
 		return sessionRewrite(fs, *agent, *from, *to, stdout, stderr, errf)
+	}
+	if isOpenCode(*agent) && (sub == "locate" || sub == "show") {
+		if fs.NArg() != 1 {
+			return errf(2, "expected one session ID, got %d arguments", fs.NArg())
+		}
+		if fs.Changed("from") || fs.Changed("to") || (sub == "locate" && *asJSON) {
+			return errf(2, "--from, --to (and --json for locate) belong to other session commands")
+		}
+		return sessionOpenCode(sub, *home, fs.Arg(0), *asJSON, stdout, errf)
 	}
 	store, code, err := sessionStore(*agent)
 	if err != nil {
@@ -207,18 +220,24 @@ func showSession(stdout, stderr io.Writer, store session.Store, loc *session.Loc
 		info.Sidecars = append(info.Sidecars, filepath.Join(loc.Root, s))
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if enc.Encode(info) != nil {
-			return 50
-		}
-		return 0
+		return printJSON(stdout, info)
 	}
 	fmt.Fprintf(stdout, "agent:       %s\nsession:     %s\npath:        %s\norigin cwd:  %s\ncli version: %s\nsize:        %d bytes, %d lines\n",
 		info.Agent, info.SessionID, info.Path, info.OriginCwd, orNone(info.CLIVersion), info.Bytes, info.Lines)
 	for _, s := range info.Sidecars {
 		fmt.Fprintf(stdout, "sidecar:     %s\n", s)
+	}
+	return 0
+}
+
+// printJSON prints show's --json output: indented, HTML characters as
+// they are; 50 when stdout fails.
+func printJSON(stdout io.Writer, v any) int {
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(v) != nil {
+		return 50
 	}
 	return 0
 }

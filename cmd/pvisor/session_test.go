@@ -37,7 +37,8 @@ func TestSessionExitCodes(t *testing.T) {
 		{[]string{"session", "locate", "--agent", "pi", "--home", home, id}, 10, ""}, // two files
 		{[]string{"session", "locate", "--agent", "pi", "--home", home, "a/b"}, 2, ""},
 		{[]string{"session", "show", "--agent", "pi", "--home", home, "*"}, 2, ""},
-		{[]string{"session", "locate", "--agent", "opencode", "--home", home, "ses_x"}, 11, ""},
+		{[]string{"session", "locate", "--agent", "opencode", "--home", home, "ses_x"}, 10, ""}, // no database
+		{[]string{"session", "show", "--agent", "opencode", "--home", home, "../ses_x"}, 2, ""},
 		{[]string{"session", "locate", "--agent", "openhands", "--home", home, "x"}, 11, ""},
 		{[]string{"session", "rewrite", "--agent", "openhands", "--from", "/a", "--to", "/b"}, 11, ""},
 		{[]string{"session", "rewrite", "--agent", "nope", "--from", "/a", "--to", "/b"}, 2, ""},
@@ -69,5 +70,42 @@ func TestSessionExitCodes(t *testing.T) {
 				t.Errorf("%s: stdout %q, want one JSON line with failure %s", strings.Join(tt.args, " "), stdout.String(), tt.wantCat)
 			}
 		}
+	}
+}
+
+// TestSessionOpenCode: locate and show find a session by its key in a
+// database the real CLI filled; a message id, a prefix of the id and
+// another version's session are not found; the home is only read.
+func TestSessionOpenCode(t *testing.T) {
+	const id = "ses_dd667972effeIl1TDXAj2ZWXpJ"
+	home := openCodeHome(t, "1.18.33", "")
+	db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
+	before, _ := os.ReadFile(db)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"session", "locate", "--agent", "opencode", "--home", home, id}, &stdout, &stderr); code != 0 || stdout.String() != db+"\n" {
+		t.Errorf("locate: exit %d, stdout %q, stderr %s", code, stdout.String(), stderr.String())
+	}
+	stdout.Reset()
+	if code := run([]string{"session", "show", "--agent", "opencode", "--home", home, "--json", id}, &stdout, &stderr); code != 0 {
+		t.Fatalf("show: exit %d: %s", code, stderr.String())
+	}
+	var info openCodeSession
+	if err := json.Unmarshal(stdout.Bytes(), &info); err != nil {
+		t.Fatal(err)
+	}
+	want := openCodeSession{Agent: "opencode", SessionID: id, Path: db, OriginCwd: "/tmp/ocfix/1.18.33/ws", CLIVersion: "1.18.33",
+		Title: "Scripted side reply.", Messages: 7, Parts: 27, Updated: info.Updated}
+	if info != want || info.Updated == 0 {
+		t.Errorf("show = %+v, want %+v", info, want)
+	}
+	for _, other := range []string{"msg_22998696c001QjEKXong8724tS", id[:len(id)-1], "ses_dcde9ed9dffedKYacsnTgsQHbp"} {
+		stderr.Reset()
+		if code := run([]string{"session", "locate", "--agent", "opencode", "--home", home, other}, &stdout, &stderr); code != 10 || !strings.Contains(stderr.String(), "no opencode session") {
+			t.Errorf("locate %s: exit %d, stderr %s", other, code, stderr.String())
+		}
+	}
+	after, _ := os.ReadFile(db)
+	if entries, _ := os.ReadDir(filepath.Dir(db)); !bytes.Equal(before, after) || len(entries) != 1 {
+		t.Errorf("the home changed: %v", entries)
 	}
 }

@@ -22,20 +22,28 @@ import (
 // real CLI, run in cwd, and checks it reported session id.
 func importOpenCode(t *testing.T, bin, home, cwd, doc, id string) {
 	t.Helper()
-	imp := exec.Command(bin, "import", doc)
-	imp.Dir = cwd
-	imp.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"), "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1"}
+	imp := openCodeCmd(bin, home, cwd, "import", doc)
 	if out, err := imp.CombinedOutput(); err != nil || !bytes.Contains(out, []byte(id)) {
 		t.Fatalf("opencode import: %v\n%s", err, out)
 	}
 }
 
+// openCodeCmd is the real CLI with home as its HOME and XDG dirs.
+func openCodeCmd(bin, home, cwd string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = cwd
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home, "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"), "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1"}
+	return cmd
+}
+
 // TestCaptureOpenCode: the recorded session imported into a fresh HOME's
 // database with the real CLI is captured by id (the CLI exports it from a
 // copy, the home stays byte-identical), and the bundle restores to the
-// recorded conversation in another cwd. An unknown id writes nothing.
+// recorded conversation in another cwd. pvisor reads the session from the
+// copy itself: the bundle holds exactly what the CLI's export prints. An
+// unknown id writes nothing.
 func TestCaptureOpenCode(t *testing.T) {
 	pvisor := pvisorBinary(t)
 	rels := tested.Of("opencode")
@@ -72,8 +80,8 @@ func TestCaptureOpenCode(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("capture: exit %d %s\n%s", code, res.Raw, stderr)
 	}
-	if via := res.Get("manifest.via"); via.Get("method").Str != "export" || via.Get("tool").Str != "opencode" || via.Get("version").Str != rel.Version {
-		t.Errorf("manifest.via = %s, want an export by opencode %s", via.Raw, rel.Version)
+	if via := res.Get("manifest.via"); via.Get("method").Str != "database-read" || via.Get("tool").Str != "opencode" || via.Get("version").Str != rel.Version {
+		t.Errorf("manifest.via = %s, want pvisor's read of opencode %s's database", via.Raw, rel.Version)
 	}
 	if got := res.Get("manifest.origin_cwd").Str; got != realpath(t, cwd) && got != cwd {
 		t.Errorf("origin_cwd %q, want the import's cwd %s", got, cwd)
@@ -94,6 +102,14 @@ func TestCaptureOpenCode(t *testing.T) {
 	bundle := res.Get("bundle").Str
 	if bundle != filepath.Join(store, "opencode", m.SessionID) {
 		t.Errorf("bundle at %s", bundle)
+	}
+	// What pvisor read is what the real export prints, byte for byte.
+	exported, err := openCodeCmd(bin, home, cwd, "export", m.SessionID).Output()
+	if err != nil {
+		t.Fatalf("opencode export: %v", err)
+	}
+	if got := mustRead(t, filepath.Join(bundle, capture.FilesDir, ocfmt.ExportDir, m.SessionID+".json")); !bytes.Equal(got, exported) {
+		t.Errorf("the bundled export (%d bytes) is not what opencode export prints (%d bytes)", len(got), len(exported))
 	}
 	ws := t.TempDir()
 	restored, err := capture.Restore(capture.RestoreOptions{Bundle: bundle, Store: ocfmt.Bundled(),

@@ -62,8 +62,9 @@ func BenchmarkContinuation(b *testing.B) {
 			// version and every timed run finds it cached, as in real use.
 			state := b.TempDir()
 			base := primeBaseline(b, s, state)
-			var ours, cli time.Duration
-			var ph phases
+			var ours, cli, before time.Duration
+			var ph, phBefore phases
+			older := os.Getenv("PVISOR_BENCH_BASELINE_BIN")
 			// CPU (user + system) of each whole process tree: pvisor's includes
 			// the CLI it ran, so the difference is what pvisor itself used.
 			var oursCPU, cliCPU time.Duration
@@ -72,7 +73,7 @@ func BenchmarkContinuation(b *testing.B) {
 				// Alternate which goes first, so neither always runs on
 				// caches the other warmed.
 				timeOurs := func() {
-					w, c := s.timePvisor(b, pvisor, state, i, &ph)
+					w, c := s.timePvisor(b, pvisor, state, fmt.Sprintf("r%d", i), &ph)
 					ours, oursCPU = ours+w, oursCPU+c
 				}
 				timeCLI := func() {
@@ -86,6 +87,18 @@ func BenchmarkContinuation(b *testing.B) {
 					timeCLI()
 					timeOurs()
 				}
+				if older != "" {
+					w, _ := s.timePvisor(b, older, state, fmt.Sprintf("old%d", i), &phBefore)
+					before += w
+				}
+			}
+			if older != "" {
+				// An older pvisor (PVISOR_BENCH_BASELINE_BIN) in the same
+				// loop: what a change to pvisor gained.
+				b.ReportMetric(float64(before.Milliseconds())/float64(b.N), "older-ms/op")
+				b.ReportMetric(float64(before)/float64(cli), "older-x-vs-cli")
+				b.ReportMetric(float64(ours)/float64(before), "x-vs-older")
+				phBefore.reportAs(b, "older-")
 			}
 			b.ReportMetric(float64(ours.Milliseconds())/float64(b.N), "pvisor-ms/op")
 			b.ReportMetric(float64(cli.Milliseconds())/float64(b.N), "cli-ms/op")
@@ -106,7 +119,7 @@ func BenchmarkContinuation(b *testing.B) {
 // timePvisor runs the whole pvisor process once (the untar of the initial
 // repo is not timed) and checks it continued to the end. It returns the wall
 // time and the CPU time of pvisor and everything it ran.
-func (s *recordedSession) timePvisor(b *testing.B, pvisor, state string, i int, ph *phases) (time.Duration, time.Duration) {
+func (s *recordedSession) timePvisor(b *testing.B, pvisor, state, runID string, ph *phases) (time.Duration, time.Duration) {
 	b.StopTimer()
 	work := b.TempDir()
 	ws := filepath.Join(work, "ws")
@@ -117,7 +130,7 @@ func (s *recordedSession) timePvisor(b *testing.B, pvisor, state string, i int, 
 		b.Fatalf("unpack the initial repo: %v\n%s", err, out)
 	}
 	cmd := exec.Command(pvisor, "replay", "--agent", s.agent, "--trajectory", s.file, "--after-step", strconv.Itoa(benchStep),
-		"--workspace", ws, "--run-id", fmt.Sprintf("r%d", i), "--state-dir", state, "--output-dir", filepath.Join(work, "out"),
+		"--workspace", ws, "--run-id", runID, "--state-dir", state, "--output-dir", filepath.Join(work, "out"),
 		"--upstream", replay.UpstreamRecorded, "--agent-entrypoint", s.bin)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + work, "TMPDIR=" + work}
 	var stderr bytes.Buffer
@@ -131,7 +144,7 @@ func (s *recordedSession) timePvisor(b *testing.B, pvisor, state string, i int, 
 	if err != nil || res.Get("phase").Str != "continued" || res.Get("agent_status").Str != "completed" {
 		b.Fatalf("pvisor replay did not continue cleanly: %v\n%s\n%s", err, out, stderr.Bytes())
 	}
-	if err := ph.add(filepath.Join(state, fmt.Sprintf("r%d", i), "replay-events.jsonl"), took,
+	if err := ph.add(filepath.Join(state, runID, "replay-events.jsonl"), took,
 		time.Duration(res.Get("metadata.continuation.duration_ms").Int())*time.Millisecond); err != nil {
 		b.Fatal(err)
 	}
@@ -147,8 +160,8 @@ func treeCPU(st *os.ProcessState) time.Duration {
 
 // phases split pvisor's runs by its journal: the prefix (plan, replay,
 // rebuilt session), staging (the bridge and the launcher's staging:
-// `opencode import`), the CLI, collecting (the launcher's collect:
-// `opencode export`; the comparison) and the rest of the process (start-up,
+// OpenCode's database write), the CLI, collecting (the launcher's collect:
+// OpenCode's database read; the comparison) and the rest of the process (start-up,
 // version probe, result).
 type phases struct{ prefix, stage, cli, collect, rest time.Duration }
 
@@ -178,12 +191,14 @@ func (p *phases) add(journal string, whole, cli time.Duration) error {
 	return nil
 }
 
-func (p *phases) report(b *testing.B) {
+func (p *phases) report(b *testing.B) { p.reportAs(b, "") }
+
+func (p *phases) reportAs(b *testing.B, prefix string) {
 	for _, m := range []struct {
 		d    time.Duration
 		unit string
 	}{{p.prefix, "prefix-ms/op"}, {p.stage, "stage-ms/op"}, {p.cli, "in-cli-ms/op"}, {p.collect, "collect-ms/op"}, {p.rest, "rest-ms/op"}} {
-		b.ReportMetric(float64(m.d.Milliseconds())/float64(b.N), m.unit)
+		b.ReportMetric(float64(m.d.Milliseconds())/float64(b.N), prefix+m.unit)
 	}
 }
 

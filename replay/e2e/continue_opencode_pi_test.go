@@ -115,6 +115,14 @@ func TestContinueOpenCodePiEveryStep(t *testing.T) {
 							t.Errorf("request %d: the nonce reached the upstream", i)
 						}
 					}
+					if agent == "opencode" {
+						// pvisor wrote and read OpenCode's database itself.
+						for _, k := range []string{"staging", "collecting"} {
+							if m, _ := cr.res.Metadata["continuation"].(map[string]any)[k].(map[string]any); m["method"] != "direct" {
+								t.Errorf("continuation.%s = %v, want the direct database path", k, m)
+							}
+						}
+					}
 					name := "continued-trajectory.json"
 					if agent == "pi" {
 						name = "continued-events.jsonl"
