@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory/opencode/store"
 )
 
@@ -165,7 +166,7 @@ func opencodeStage(stateRoot, entry string, env []string, home, dir string, doc 
 		return err
 	}
 	dst := filepath.Join(data, "opencode.db")
-	if err := copyRegular(tpl, dst); err != nil {
+	if err := toolrun.CopyRegularFile(tpl, dst); err != nil {
 		return err
 	}
 	db, err := store.Open(dst)

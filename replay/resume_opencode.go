@@ -8,12 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/result"
+	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory/opencode"
 	ocstore "github.com/pvisor/pvisor/trajectory/opencode/store"
 	"github.com/pvisor/pvisor/trajectory/session"
@@ -233,7 +233,7 @@ func exportBundle(store session.Store, spec resumeSpec, loc *session.Located, c 
 		return "", nil, fail(result.WorkspaceError, "%v", err)
 	}
 	for _, rel := range append([]string{loc.Main}, loc.Sidecars...) {
-		if err := copyRegular(filepath.Join(loc.Root, rel), filepath.Join(data, rel)); err != nil {
+		if err := toolrun.CopyRegularFile(filepath.Join(loc.Root, rel), filepath.Join(data, rel)); err != nil {
 			return "", nil, fail(result.WorkspaceError, "copying the source database: %v", err)
 		}
 	}
@@ -251,22 +251,4 @@ func exportBundle(store session.Store, spec resumeSpec, loc *session.Located, c 
 		via = &v
 	}
 	return capture.Capture(capture.Options{Store: store, Root: data, ID: loc.ID, StoreDir: storeDir, Via: via})
-}
-
-// copyRegular copies a regular file (never through a symlink).
-func copyRegular(src, dst string) error {
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -284,3 +284,31 @@ func ReadUserFile(flag, path string, max int64, kind, hint string) ([]byte, erro
 	}
 	return data, nil
 }
+
+// CopyRegularFile copies the regular file src to a new file dst (mode 0600,
+// never replacing one): src is never followed through a symlink, so a
+// database or session a user names is copied, not whatever a link in its
+// place points at.
+func CopyRegularFile(src, dst string) error {
+	// O_NONBLOCK: opening a FIFO must not wait for a writer; the mode
+	// check below then refuses it.
+	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	if st, err := in.Stat(); err != nil {
+		return err
+	} else if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -280,3 +280,50 @@ func TestReadHostileFiles(t *testing.T) {
 		}
 	}
 }
+
+// CopyRegularFile copies a regular file's bytes into a new 0600 file and
+// refuses what a user-named database must not be: a symlink (not followed),
+// a FIFO (no hang waiting for a writer), a directory, an existing target.
+func TestCopyRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte("rows\x00bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "dst")
+	if err := CopyRegularFile(src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "rows\x00bytes" {
+		t.Errorf("copied %q", b)
+	}
+	if st, _ := os.Stat(dst); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v", st.Mode())
+	}
+	link := filepath.Join(dir, "link")
+	os.Symlink(src, link)
+	fifo := filepath.Join(dir, "fifo")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ src, dst string }{
+		"symlink":         {link, filepath.Join(dir, "d1")},
+		"fifo":            {fifo, filepath.Join(dir, "d2")},
+		"directory":       {dir, filepath.Join(dir, "d3")},
+		"existing target": {src, dst},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- CopyRegularFile(tc.src, tc.dst) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s: copied", name)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: still copying after a minute", name)
+		}
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "rows\x00bytes" {
+		t.Errorf("existing target overwritten: %q", b)
+	}
+}

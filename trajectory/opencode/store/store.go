@@ -17,13 +17,13 @@ package store
 import (
 	"database/sql"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
+
+	"github.com/pvisor/pvisor/run"
 
 	_ "modernc.org/sqlite" // pure Go: the binary stays static
 )
@@ -174,7 +174,7 @@ func OpenSnapshot(dataDir, tmpParent string) (db *DB, done func(), err error) {
 	}
 	done = func() { os.RemoveAll(dir) }
 	for _, suffix := range []string{"", "-wal"} {
-		if err := copyFile(main+suffix, filepath.Join(dir, "opencode.db"+suffix)); err != nil {
+		if err := run.CopyRegularFile(main+suffix, filepath.Join(dir, "opencode.db"+suffix)); err != nil {
 			done()
 			return nil, nil, err
 		}
@@ -184,23 +184,4 @@ func OpenSnapshot(dataDir, tmpParent string) (db *DB, done func(), err error) {
 		return nil, nil, err
 	}
 	return db, done, nil
-}
-
-// copyFile copies the regular file src (never through a symlink) to a new
-// file dst.
-func copyFile(src, dst string) error {
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
