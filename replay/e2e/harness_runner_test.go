@@ -6,7 +6,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -38,4 +40,51 @@ func checkTamperRefused(t *testing.T, stdout []byte, err error) {
 		!strings.Contains(res.Failure.Message, "differs from message") {
 		t.Fatalf("result %s (%v)", lines[len(lines)-1], err)
 	}
+}
+
+// checkRunnerContinued: a Python runner's continuation (its stdout and its
+// work dir) ended continued and completed, its requests went through the
+// envelope (one at least ending at the boundary) with none refused, and its
+// next action equals the recorded one. It returns the result line for the
+// agent's own checks.
+func checkRunnerContinued(t *testing.T, work string, stdout []byte) []byte {
+	t.Helper()
+	lines := bytes.Split(bytes.TrimSpace(stdout), []byte("\n"))
+	line := lines[len(lines)-1]
+	var res struct {
+		Phase       string         `json:"phase"`
+		AgentStatus string         `json:"agent_status"`
+		Continued   int            `json:"continued_steps"`
+		Failure     map[string]any `json:"failure"`
+		Metadata    struct {
+			Continuation struct {
+				Envelope struct {
+					Accepted     int `json:"accepted"`
+					BoundaryEnds int `json:"boundary_requests"`
+				} `json:"envelope"`
+				Bridge struct {
+					Refused int `json:"refused"`
+				} `json:"bridge"`
+			} `json:"continuation"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(line, &res); err != nil {
+		t.Fatalf("result line %q: %v", line, err)
+	}
+	c := res.Metadata.Continuation
+	if res.Phase != "continued" || res.AgentStatus != "completed" || res.Continued < 1 || res.Failure != nil ||
+		c.Envelope.Accepted < 1 || c.Envelope.BoundaryEnds < 1 || c.Bridge.Refused != 0 {
+		t.Fatalf("result %s", line)
+	}
+	var cmp struct {
+		Metrics struct {
+			Names bool `json:"ordered_tool_names_equal"`
+			Args  bool `json:"tool_arguments_equal"`
+		} `json:"metrics"`
+	}
+	b, err := os.ReadFile(filepath.Join(work, "out", "r", "next-action-comparison.json"))
+	if err != nil || json.Unmarshal(b, &cmp) != nil || !cmp.Metrics.Names || !cmp.Metrics.Args {
+		t.Errorf("next action differs from the recorded one (%v):\n%s", err, b)
+	}
+	return line
 }

@@ -264,42 +264,7 @@ func TestMiniContinueEveryStep(t *testing.T) {
 func continueMini(t *testing.T, pvisor, bin, dir, src string, n int) {
 	enterLoopbackNetns(t)
 	work, stdout, _ := pvisorMini(t, pvisor, dir, src, n, "--upstream", "recorded", "--agent-entrypoint", bin)
-	lines := bytes.Split(bytes.TrimSpace(stdout), []byte("\n"))
-	var res struct {
-		Phase       string         `json:"phase"`
-		AgentStatus string         `json:"agent_status"`
-		Continued   int            `json:"continued_steps"`
-		Failure     map[string]any `json:"failure"`
-		Metadata    struct {
-			Continuation struct {
-				Envelope struct {
-					Accepted     int `json:"accepted"`
-					BoundaryEnds int `json:"boundary_requests"`
-				} `json:"envelope"`
-				Bridge struct {
-					Refused int `json:"refused"`
-				} `json:"bridge"`
-			} `json:"continuation"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(lines[len(lines)-1], &res); err != nil {
-		t.Fatalf("result line %q: %v", lines[len(lines)-1], err)
-	}
-	env := res.Metadata.Continuation.Envelope
-	if res.Phase != "continued" || res.AgentStatus != "completed" || res.Continued < 1 || res.Failure != nil ||
-		env.Accepted < 1 || env.BoundaryEnds < 1 || res.Metadata.Continuation.Bridge.Refused != 0 {
-		t.Fatalf("result %s", lines[len(lines)-1])
-	}
-	var cmp struct {
-		Metrics struct {
-			Names bool `json:"ordered_tool_names_equal"`
-			Args  bool `json:"tool_arguments_equal"`
-		} `json:"metrics"`
-	}
-	b, err := os.ReadFile(filepath.Join(work, "out", "r", "next-action-comparison.json"))
-	if err != nil || json.Unmarshal(b, &cmp) != nil || !cmp.Metrics.Names || !cmp.Metrics.Args {
-		t.Errorf("next action differs from the recorded one (%v):\n%s", err, b)
-	}
+	checkRunnerContinued(t, work, stdout)
 }
 
 // TestMiniTamperedRefused: when what the runner resumes differs from the
