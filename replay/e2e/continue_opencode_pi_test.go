@@ -188,9 +188,11 @@ func TestContinueOpenCodePiRefusesTamperedSession(t *testing.T) {
 		t.Run(agent, func(t *testing.T) {
 			s := loadChatSession(t, agent)
 			enterLoopbackNetns(t)
-			// OpenCode imports the staged export before run: edit it there.
-			// Pi reads the session file itself.
-			edit := `for f in $(find "$HOME" -name 'pvisor-staged-session.json'); do sed -i 's/def greet(name)/def grete(name)/g' "$f"; done`
+			// OpenCode reads the database pvisor wrote (or, on the CLI
+			// route, imports the staged export): edit both, with a
+			// same-length byte replacement, which keeps SQLite's pages
+			// valid. Pi reads the session file itself.
+			edit := `for f in $(find "$HOME" -name 'pvisor-staged-session.json' -o -name 'opencode.db'); do perl -0777 -pi -e 's/def greet\(name\)/def grete(name)/g' "$f"; done`
 			if agent == "pi" {
 				edit = `for f in $(find "$HOME/.pi/agent/sessions" -name '*.jsonl'); do sed -i 's/def greet(name)/def grete(name)/g' "$f"; done`
 			}
