@@ -47,6 +47,8 @@ var badInputs = []formattest.BadInput{
 	formattest.Refuse("v1 then v0 id", v1Action+"\n"+`{"id":7,"kind":"ObservationEvent"}`+"\n", formattest.Malformed(2,
 		"event id 7 is an integer: a V0 event among V1 events")),
 	formattest.Refuse("v1 id missing later", v1Action+"\n"+`{"kind":"ObservationEvent"}`+"\n", formattest.Malformed(2, `the event has no "id" string`)),
+	formattest.Refuse("v1 id with a path", `{"id":"../../x","source":"agent","kind":"ActionEvent"}`+"\n", formattest.Malformed(1,
+		`event id "../../x" holds a path separator`)),
 	formattest.Refuse("v1 duplicate id", v1Action+"\n"+v1Action+"\n", formattest.Malformed(2, "duplicate event id a1")),
 	formattest.Refuse("v1 action without tool", `{"id":"a1","source":"agent","kind":"ActionEvent","action":{}}`+"\n", formattest.Malformed(1,
 		`ActionEvent has no "tool_name"`)),

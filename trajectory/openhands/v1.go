@@ -114,6 +114,11 @@ func (d *v1Decoder) event(l jsonl.Line) error {
 			return trajectory.Errorf(l.N, "event id %s is an integer: a V0 event among V1 events", id.Raw)
 		}
 		return trajectory.Errorf(l.N, "the event has no \"id\" string")
+	case strings.ContainsAny(id.Str, "/\\\x00"):
+		// The SDK stores each event in a file named after its id: no event
+		// it wrote has one of these, and the continuation writes the
+		// rebuilt events into such files.
+		return trajectory.Errorf(l.N, "event id %q holds a path separator or NUL, which no OpenHands event file name can", id.Str)
 	case kind.Type != gjson.String:
 		if isV1BaseState(l.Data) {
 			return &trajectory.Error{Kind: trajectory.Unsupported, Line: l.N,
