@@ -78,6 +78,18 @@ type Stats struct {
 	// DroppedRecords counts records not kept once MaxRecords was reached.
 	DroppedRecords int              `json:"dropped_records,omitempty"`
 	LastFailure    *UpstreamFailure `json:"last_failure,omitempty"`
+	// FirstUnauthorized is the first request refused for its token: a
+	// client that never presents the token it was given (a launcher that
+	// configured it the wrong way) is told apart from one that sent nothing.
+	FirstUnauthorized *RefusedToken `json:"first_unauthorized,omitempty"`
+}
+
+// RefusedToken locates a request answered 401: its place among all the
+// requests that reached the bridge (1-based), method and path.
+type RefusedToken struct {
+	N      int    `json:"n"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
 }
 
 // MaxRecords bounds the request log, so a local process hammering the port with
@@ -114,6 +126,9 @@ func (j *journal) add(rec Record, validated bool, fail *UpstreamFailure) {
 		st.Refused++
 	case OutcomeUnauthorized:
 		st.Unauthorized++
+		if st.FirstUnauthorized == nil {
+			st.FirstUnauthorized = &RefusedToken{N: st.Requests, Method: rec.Method, Path: rec.Path}
+		}
 	case OutcomeRejected:
 		st.Rejected++
 	}

@@ -98,8 +98,14 @@ func TestAuthentication(t *testing.T) {
 		})
 	}
 	s.Close()
-	if st := s.Stats(); st.Unauthorized != 6 || st.Forwarded != 4 {
+	st := s.Stats()
+	if st.Unauthorized != 6 || st.Forwarded != 4 {
 		t.Errorf("stats %+v", st)
+	}
+	// The first request (no key at all) is the one the engine names when
+	// a CLI never presents its token.
+	if u := st.FirstUnauthorized; u == nil || *u != (RefusedToken{N: 1, Method: http.MethodPost, Path: "/v1/messages"}) {
+		t.Errorf("first unauthorized = %+v", u)
 	}
 }
 

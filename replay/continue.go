@@ -68,6 +68,15 @@ func (r *run) prepareContinue(ctx context.Context) error {
 		source = result.LaunchRuntime
 	}
 	r.res.Agent.Entrypoint, r.res.Agent.LaunchSource = &entry, source
+	cliPath, cliMeta, err := checkAgentCLI(ctx, agent, entry, env)
+	if cliMeta != nil {
+		r.res.Metadata["agent_cli"] = cliMeta
+	}
+	if err != nil {
+		return err
+	}
+	r.cliPath = cliPath
+	env = r.baseEnv()
 	if v := r.plan.Trajectory.Version; v != "" {
 		r.res.Metadata["trajectory_agent_version"] = v
 	}
@@ -341,6 +350,8 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 		return result.AgentFailed, fail(result.ContinuationError, "the run was interrupted while %s was running", bin)
 	case ct.waitErr != nil:
 		return result.AgentFailed, fail(result.InternalError, "waiting for %s: %v", bin, ct.waitErr)
+	case ct.report.Accepted == 0 && ct.stats.FirstUnauthorized != nil:
+		return result.AgentFailed, fail(result.ContinuationError, "%s", tokenRefused(bin, ct.stats, logs))
 	case ct.code != 0 || (ct.stats.LastFailure != nil && r.res.ContinuedSteps == 0):
 		// Some CLIs (Pi) exit 0 when the model failed; with no live step
 		// taken the run did not continue, whatever the exit status says.
@@ -360,6 +371,14 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 		return result.AgentFailed, fail(result.ContinuationError, "the continued session: %v", ct.collErr)
 	}
 	return result.AgentCompleted, nil
+}
+
+// tokenRefused says that the CLI did reach the bridge, but without the
+// per-run token it was configured with, so no model request was accepted.
+func tokenRefused(bin string, st bridge.Stats, logs string) string {
+	u := st.FirstUnauthorized
+	return fmt.Sprintf("%s sent %d request(s) that the bridge refused (401) for a missing or wrong token, the first %s %s (request %d of %d), and none it accepted: the CLI did not present the per-run token pvisor configured for it (a release that reads its credentials differently?); %s",
+		bin, st.Unauthorized, u.Method, u.Path, u.N, st.Requests, logs)
 }
 
 func (r *run) idle() time.Duration {

@@ -55,6 +55,9 @@ type run struct {
 	// just before the continuation.
 	promptTpl *prompt.Template
 	degraded  []string // why quality is degraded beyond stale observations
+	// cliPath is put first on the agent CLI's PATH: a node of the CLI's own
+	// (checkAgentCLI); "" for none.
+	cliPath string
 }
 
 // Run executes a request and returns its result; it never returns nil. The

@@ -55,14 +55,21 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	if iso.Memory != nil {
 		defer iso.Memory.Close() // after the session's Close killed the tools
 	}
+	continuing := ""
+	if r.cont != nil && r.res.Agent.Version != nil {
+		continuing = *r.res.Agent.Version
+	}
 	sess, err := rp.NewToolSession(trajectory.ToolEnv{
-		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Version: p.Trajectory.Version, Env: r.toolEnv(), LogDir: logDir,
-		Isolation: iso, Trajectory: p.Trajectory,
+		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Version: p.Trajectory.Version, ContinuingVersion: continuing,
+		Env: r.toolEnv(), LogDir: logDir, Isolation: iso, Trajectory: p.Trajectory,
 	})
 	if err != nil {
 		return fail(result.ExecutorError, "starting the %s tool session: %v", p.Format.Agent(), err)
 	}
 	defer sess.Close()
+	if sr, ok := sess.(trajectory.SemanticsReporter); ok {
+		r.res.Metadata["tool_semantics"] = sr.Semantics()
+	}
 	writes := toolrun.WatchWrites(workspace)
 	defer writes.Stop()
 

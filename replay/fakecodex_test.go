@@ -25,7 +25,8 @@ import (
 // the nonce to the provider in config.toml, appends the nonce and every model
 // item to the rollout, answers function calls with "ok", and stops at the
 // first response without calls. FAKE_CODEX_MODE varies it: "hang" never
-// talks, "tamper" edits a stored output first.
+// talks, "tamper" edits a stored output first, "token-name" presents the
+// token variable's name instead of its value.
 const fakeCodexEnv = "PVISOR_TEST_FAKE_CODEX"
 
 func init() {
@@ -163,7 +164,11 @@ func fakeCodex(args []string, mode string) error {
 func postResponses(base string, input []string) ([]byte, error) {
 	body := `{"model":"gpt-5.5","stream":false,"tools":[{"type":"function","name":"exec_command"}],"input":[` + strings.Join(input, ",") + `]}`
 	req, _ := http.NewRequest(http.MethodPost, base+"/responses", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+os.Getenv(codexTokenEnv))
+	token := os.Getenv(codexTokenEnv)
+	if os.Getenv("FAKE_CODEX_MODE") == "token-name" {
+		token = codexTokenEnv // what Pi ≥ 0.83 sent when given the variable's name
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

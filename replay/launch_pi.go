@@ -17,6 +17,7 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/trajectory/pi"
 )
 
@@ -133,6 +134,18 @@ func (piLauncher) Stage(c *Continuation) (Staged, error) {
 	return s, nil
 }
 
+// piAPIKey is how models.json names the bridge token for a Pi release, so
+// that the token's value reaches the bridge, never the variable's name:
+// before 0.77.0 a bare string that names an environment variable is read
+// from it; since then a bare string is the key itself and "$NAME" reads
+// the variable (0.79.4 dropped the last legacy reading of bare names).
+func piAPIKey(version string) string {
+	if v, err := tested.ParseSemver(version); err == nil && v.Compare(tested.MustSemver("0.77.0")) < 0 {
+		return piTokenEnv
+	}
+	return "$" + piTokenEnv
+}
+
 // usedPiTools is Pi's default tools plus every built-in the trajectory
 // called, so a session recorded with --tools grep,find,ls resumes with them.
 func usedPiTools(c *Continuation) []string {
@@ -159,7 +172,7 @@ func (s *piStaged) Command(b BridgeAddr) (Command, error) {
 	models := map[string]any{"providers": map[string]any{s.provider: map[string]any{
 		"baseUrl": b.URL + "/v1",
 		"api":     "openai-completions",
-		"apiKey":  piTokenEnv,
+		"apiKey":  piAPIKey(s.c.Version),
 		"models":  []any{map[string]any{"id": s.model, "name": s.model}},
 	}}}
 	data, err := json.MarshalIndent(models, "", "  ")

@@ -249,7 +249,8 @@ func (r *run) baseEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1")
+	env = append(env, "NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1")
+	return withPathFirst(env, r.cliPath)
 }
 
 // redirectsTraffic: provider endpoints (OPENAI_BASE_URL, ANTHROPIC_BASE_URL,

@@ -87,6 +87,7 @@ type sessionRun struct {
 	tmpl      *prompt.Template
 	schema    *prompt.Schema
 	retries   []map[string]any
+	cliPath   string // see run.cliPath
 }
 
 // RunSession restores a captured session into a home, resumes (or forks)
@@ -419,6 +420,15 @@ func (r *sessionRun) probe(ctx context.Context) (string, error) {
 		return "", err
 	}
 	r.res.Agent.Entrypoint, r.res.Agent.LaunchSource = &entry, source
+	cliPath, cliMeta, err := checkAgentCLI(ctx, r.store.Agent(), entry, env)
+	if cliMeta != nil {
+		r.res.Metadata["agent_cli"] = cliMeta
+	}
+	if err != nil {
+		return "", err
+	}
+	r.cliPath = cliPath
+	env = r.baseEnv()
 	probeEnv, err := isolatedHome(env, filepath.Join(r.stateDir, "version-probe"))
 	if err != nil {
 		return "", fail(result.WorkspaceError, "version probe home: %v", err)
@@ -442,7 +452,7 @@ func (r *sessionRun) probe(ctx context.Context) (string, error) {
 }
 
 // baseEnv is the CLI's environment before its own additions.
-func (r *sessionRun) baseEnv() []string { return sessionBaseEnv() }
+func (r *sessionRun) baseEnv() []string { return withPathFirst(sessionBaseEnv(), r.cliPath) }
 
 // sessionBaseEnv is a small fixed base of this process's environment,
 // nothing that points at a model or a proxy.

@@ -127,6 +127,8 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		return "", "", fail(result.ContinuationError, "the run was interrupted while %s was running", bin)
 	case waitErr != nil:
 		return "", "", fail(result.InternalError, "waiting for %s: %v", bin, waitErr)
+	case stats.Forwarded == 0 && stats.FirstUnauthorized != nil:
+		return "", "", fail(result.ContinuationError, "%s", tokenRefused(bin, stats, logHint))
 	case code != 0 || sig != "":
 		if lf := stats.LastFailure; lf != nil {
 			return "", "", fail(result.ContinuationError, "%s failed after the model upstream answered request %d with %d (%s); %s", bin, lf.Seq, lf.Status, lf.Kind, logHint)

@@ -105,7 +105,12 @@ func ProbeAgentVersion(ctx context.Context, agent, entry, dir string, offline bo
 	if !ok {
 		return "", fmt.Errorf("pvisor does not continue %s", agent)
 	}
-	env, err := isolatedHome([]string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}, dir)
+	base := []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
+	cliPath, _, err := checkAgentCLI(ctx, agent, entry, base)
+	if err != nil {
+		return "", err
+	}
+	env, err := isolatedHome(withPathFirst(base, cliPath), dir)
 	if err != nil {
 		return "", err
 	}

@@ -23,9 +23,15 @@ const (
 // Trajectory is one decoded native session: every model response on the
 // active branch, in order, text-only responses included.
 type Trajectory struct {
-	Agent     string
-	Version   string // agent version recorded in the file, "" when the format has none
-	SessionID string
+	Agent   string
+	Version string // agent version recorded in the file, "" when the format has none
+	// When Version is unknown, MinVersion and BeforeVersion date the file
+	// by what it holds: written by a release at least MinVersion (a
+	// record shape that release introduced) and before BeforeVersion (a
+	// shape that release removed); "" where nothing bounds it.
+	MinVersion    string `json:",omitempty"`
+	BeforeVersion string `json:",omitempty"`
+	SessionID     string
 	// Cwd is the working directory the agent recorded, "" when the format
 	// does not record one.
 	Cwd    string

@@ -44,7 +44,11 @@ type ToolEnv struct {
 	OriginalCwd string
 	// Version is the agent version the session was recorded with
 	// (Trajectory.Version): result shapes change between versions.
-	Version string
+	// ContinuingVersion is the release of the CLI that continues the
+	// session after the replay ("" in --replay-only): for agents whose
+	// files record no version, the release the tools are most likely
+	// reproduced as.
+	Version, ContinuingVersion string
 	// Env is the environment tools run with (already filtered).
 	Env []string
 	// LogDir receives the full output of each call (logs/historical-tools).
@@ -70,6 +74,13 @@ type ToolSession interface {
 	// process, could not write a log), which make the replay ambiguous.
 	Execute(ctx context.Context, step int, call *ToolCall) (Fresh, error)
 	Close() error
+}
+
+// SemanticsReporter is implemented by a ToolSession whose results depend on
+// the agent release it reproduces: which release, and why, for the result's
+// metadata (tool_semantics).
+type SemanticsReporter interface {
+	Semantics() map[string]any
 }
 
 // Fresh is one re-executed call's result.

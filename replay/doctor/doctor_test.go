@@ -14,7 +14,8 @@ import (
 
 // TestBundledSessionsAreRecordings: each bundled session is byte for byte a
 // recording made by a tested release (for the CLIs testdata/e2e/sessions of
-// the oldest release; for mini-swe-agent the recording of each generation in
+// the oldest release, for Pi those of the oldest and the newest release (one
+// per generation); for mini-swe-agent the recording of each generation in
 // trajectory/miniswe/testdata/recorded), so the doctor checks exactly what
 // the e2e matrix checks.
 func TestBundledSessionsAreRecordings(t *testing.T) {
@@ -37,6 +38,23 @@ func TestBundledSessionsAreRecordings(t *testing.T) {
 			}
 			if !slices.Equal(names, versions) {
 				t.Errorf("bundled %s recordings %v, want one per tested release %v", agent, names, versions)
+			}
+			continue
+		}
+		if agent == "pi" {
+			// One recording per generation (0.x, 1.x): the oldest tested
+			// release's and the newest's, which writes system messages.
+			rels := tested.Of(agent)
+			want := []string{rels[0].Version, rels[len(rels)-1].Version}
+			entries, _ := sessions.ReadDir("sessions/" + agent)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+				checkBundled(t, "sessions/"+agent+"/"+e.Name(), filepath.Join("..", "..", "testdata", "e2e", "sessions", agent+"@"+e.Name()), true)
+			}
+			slices.SortFunc(names, func(a, b string) int { return tested.MustSemver(a).Compare(tested.MustSemver(b)) })
+			if !slices.Equal(names, want) {
+				t.Errorf("bundled %s recordings %v, want the oldest and newest tested releases' %v", agent, names, want)
 			}
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/tested"
 )
 
 // agentSpec is everything agent-specific about one recording; the releases
@@ -265,6 +266,16 @@ var opencode = &agentSpec{
 
 // ---------------------------------------------------------------- Pi
 
+// piKeyRef names the fake model's key in models.json as the release reads
+// it: a bare variable name before 0.77.0, "$NAME" since (a bare string is
+// then the key itself).
+func piKeyRef(version string) string {
+	if tested.MustSemver(version).Compare(tested.MustSemver("0.77.0")) < 0 {
+		return "FAKE_MODEL_API_KEY"
+	}
+	return "$FAKE_MODEL_API_KEY"
+}
+
 var pi = &agentSpec{
 	name:     "pi",
 	bin:      "pi",
@@ -291,12 +302,12 @@ var pi = &agentSpec{
     "fake": {
       "baseUrl": "%s/v1",
       "api": "openai-completions",
-      "apiKey": "FAKE_MODEL_API_KEY",
+      "apiKey": %q,
       "models": [{"id": "fake-model", "name": "Fake model"}]
     }
   }
 }
-`, r.url))
+`, r.url, piKeyRef(r.rel.Version)))
 		return map[string]string{"FAKE_MODEL_API_KEY": fakeKey, "PI_OFFLINE": "1", "PI_SKIP_VERSION_CHECK": "1", "PI_TELEMETRY": "0"}
 	},
 	args: func(r *run) []string {

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/tested"
 )
 
 var (
@@ -46,7 +47,8 @@ const fakeKey = "pvisor-e2e-fake-key"
 // the same paths every time they are regenerated.
 type run struct {
 	agent  *agentSpec
-	bin    string // absolute path of the CLI
+	bin    string         // absolute path of the CLI
+	rel    tested.Release // the release recorded (recordAgent)
 	root   string
 	repo   string
 	home   string

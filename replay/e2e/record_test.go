@@ -42,6 +42,7 @@ func TestRecordSessions(t *testing.T) {
 
 func recordAgent(t *testing.T, a *agentSpec, rel tested.Release) {
 	r := newRun(t, a, releaseBin(t, rel))
+	r.rel = rel
 	enterLoopbackNetns(t) // from here on this goroutine and its children see only lo
 	r.makeRepo(t)
 	r.provideFd(t)

@@ -26,7 +26,15 @@ type Release struct {
 	// installed beside it at the same version (option with=a,b).
 	Python string
 	With   []string
+	// Node is the lowest Node.js an npm release needs ("22.19" from an
+	// option node>=22.19; "" is whatever node the machine has).
+	Node string
 }
+
+// Successor records that an agent's CLI moved from one package to another
+// (a "successor" line): the release watch checks both, and a CLI from
+// either is that agent.
+type Successor struct{ Agent, From, To string }
 
 // Registries of versions.txt's package column.
 const (
@@ -44,22 +52,31 @@ func (r Release) Path(dir string) string {
 	return filepath.Join(dir, "cli", r.Agent+"@"+r.Version, "node_modules", ".bin", r.Binary)
 }
 
-// Releases are the tested releases in file order.
-var Releases = mustParse(versionsTxt)
+// Releases are the tested releases in file order; Successors the moves
+// between packages it records.
+var Releases, Successors = mustParse(versionsTxt)
 
-func mustParse(s string) []Release {
-	rs, err := Parse(s)
+func mustParse(s string) ([]Release, []Successor) {
+	rs, ss, err := ParseFile(s)
 	if err != nil {
 		panic(err) // versions.txt is part of the binary; TestVersionsFile keeps it parseable
 	}
-	return rs
+	return rs, ss
 }
 
-// Parse reads versions.txt: one release per line (agent, package, version,
-// binary; the package is npm's unless prefixed "pypi:", then options),
-// '#' comments and blank lines ignored.
+// Parse reads the release lines of versions.txt (see ParseFile).
 func Parse(s string) ([]Release, error) {
+	rs, _, err := ParseFile(s)
+	return rs, err
+}
+
+// ParseFile reads versions.txt: one release per line (agent, package,
+// version, binary; the package is npm's unless prefixed "pypi:", then
+// options), or a "successor agent old-package new-package" line; '#'
+// comments and blank lines ignored.
+func ParseFile(s string) ([]Release, []Successor, error) {
 	var out []Release
+	var succ []Successor
 	for n, line := range strings.Split(s, "\n") {
 		if i := strings.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
@@ -68,33 +85,48 @@ func Parse(s string) ([]Release, error) {
 		if len(f) == 0 {
 			continue
 		}
+		if f[0] == "successor" {
+			if len(f) != 4 || f[2] == f[3] {
+				return nil, nil, fmt.Errorf("versions.txt:%d: want \"successor AGENT OLD-PACKAGE NEW-PACKAGE\" with two different packages", n+1)
+			}
+			succ = append(succ, Successor{Agent: f[1], From: f[2], To: f[3]})
+			continue
+		}
 		if len(f) < 4 {
-			return nil, fmt.Errorf("versions.txt:%d: want 4 fields (agent, package, version, binary) and options, got %d", n+1, len(f))
+			return nil, nil, fmt.Errorf("versions.txt:%d: want 4 fields (agent, package, version, binary) and options, got %d", n+1, len(f))
 		}
 		if _, err := ParseSemver(f[2]); err != nil {
-			return nil, fmt.Errorf("versions.txt:%d: %w", n+1, err)
+			return nil, nil, fmt.Errorf("versions.txt:%d: %w", n+1, err)
 		}
 		rel := Release{Agent: f[0], Package: f[1], Version: f[2], Binary: f[3], Registry: RegistryNPM}
 		if name, ok := strings.CutPrefix(f[1], "pypi:"); ok {
 			if name == "" {
-				return nil, fmt.Errorf("versions.txt:%d: \"pypi:\" names no package", n+1)
+				return nil, nil, fmt.Errorf("versions.txt:%d: \"pypi:\" names no package", n+1)
 			}
 			rel.Package, rel.Registry = name, RegistryPyPI
 		}
 		if err := rel.options(f[4:]); err != nil {
-			return nil, fmt.Errorf("versions.txt:%d: %w", n+1, err)
+			return nil, nil, fmt.Errorf("versions.txt:%d: %w", n+1, err)
 		}
 		out = append(out, rel)
 	}
-	return out, nil
+	return out, succ, nil
 }
 
-// options reads a line's options: python>=X.Y and with=a,b, PyPI lines
-// only (install-clis.sh reads them the same way).
+// options reads a line's options: node>=X.Y on npm lines, python>=X.Y
+// and with=a,b on PyPI lines (install-clis.sh reads them the same way).
 func (r *Release) options(opts []string) error {
 	for _, o := range opts {
 		if r.Registry != RegistryPyPI {
-			return fmt.Errorf("option %q: only pypi: packages take options", o)
+			v, ok := strings.CutPrefix(o, "node>=")
+			if !ok {
+				return fmt.Errorf("option %q: an npm line takes only node>=X.Y (python>= and with= are for pypi: packages)", o)
+			}
+			if !nodeVersion.MatchString(v) {
+				return fmt.Errorf("option %q: want node>=X.Y", o)
+			}
+			r.Node = v
+			continue
 		}
 		switch {
 		case strings.HasPrefix(o, "python>="):
@@ -119,6 +151,7 @@ func (r *Release) options(opts []string) error {
 
 var (
 	pythonVersion = regexp.MustCompile(`^3\.\d+$`)
+	nodeVersion   = regexp.MustCompile(`^\d+\.\d+$`)
 	pypiName      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
 
@@ -146,4 +179,30 @@ func RangeOf(agent string) Range {
 		return Range{}
 	}
 	return Range{Min: rs[0].Version, Max: rs[len(rs)-1].Version}
+}
+
+// PackagesOf is every package a CLI of agent may come from: its lines'
+// packages and the packages it moved to or from, in file order.
+func PackagesOf(agent string) []string {
+	var out []string
+	add := func(p string) {
+		for _, q := range out {
+			if q == p {
+				return
+			}
+		}
+		out = append(out, p)
+	}
+	for _, r := range Releases {
+		if r.Agent == agent {
+			add(r.Package)
+		}
+	}
+	for _, s := range Successors {
+		if s.Agent == agent {
+			add(s.From)
+			add(s.To)
+		}
+	}
+	return out
 }

@@ -48,8 +48,8 @@ func TestVersionsFile(t *testing.T) {
 			t.Errorf("%s is listed twice", key)
 		}
 		seen[key] = true
-		if p, ok := pkg[r.Agent]; ok && p != r.Package {
-			t.Errorf("%s is listed with packages %s and %s", r.Agent, p, r.Package)
+		if p, ok := pkg[r.Agent]; ok && p != r.Package && !moved(r.Agent, p, r.Package) {
+			t.Errorf("%s is listed with packages %s and %s, and no successor line says it moved", r.Agent, p, r.Package)
 		}
 		if b, ok := bin[r.Agent]; ok && b != r.Binary {
 			t.Errorf("%s is listed with binaries %s and %s", r.Agent, b, r.Binary)
@@ -63,6 +63,39 @@ func TestVersionsFile(t *testing.T) {
 	}
 	if rs := Of("claude-code"); len(rs) < 3 {
 		t.Errorf("claude-code has %d tested releases; the matrix wants the oldest, the newest and one between", len(rs))
+	}
+}
+
+// moved reports whether a successor line links the two packages of agent.
+func moved(agent, a, b string) bool {
+	for _, s := range Successors {
+		if s.Agent == agent && (s.From == a && s.To == b || s.From == b && s.To == a) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSuccessors: a successor line records a move between packages; the
+// packages of an agent are its lines' and its moves'.
+func TestSuccessors(t *testing.T) {
+	rs, ss, err := ParseFile("p @old/p 0.73.1 p\np @new/p 1.6.0 p node>=22.19\nsuccessor p @old/p @new/p\nsuccessor q @a/q @b/q\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[1].Node != "22.19" || rs[0].Node != "" || len(ss) != 2 || ss[0] != (Successor{"p", "@old/p", "@new/p"}) {
+		t.Errorf("ParseFile = %+v, %+v", rs, ss)
+	}
+	for _, in := range []string{"successor p @a/p", "successor p @a/p @a/p", "successor p @a/p @b/p @c/p"} {
+		if _, _, err := ParseFile(in); err == nil || !strings.Contains(err.Error(), "versions.txt:1") {
+			t.Errorf("ParseFile(%q) = %v, want an error naming line 1", in, err)
+		}
+	}
+	if got := strings.Join(PackagesOf("pi"), " "); got != "@mariozechner/pi-coding-agent @earendil-works/pi-coding-agent" {
+		t.Errorf("PackagesOf(pi) = %s", got)
+	}
+	if got := strings.Join(PackagesOf("codex"), " "); got != "@openai/codex" {
+		t.Errorf("PackagesOf(codex) = %s", got)
 	}
 }
 
@@ -93,7 +126,9 @@ func TestOptions(t *testing.T) {
 		t.Errorf("%+v at %s", r, r.Path("/e"))
 	}
 	for in, want := range map[string]string{
-		"a @s/a 1.0.0 a python>=3.12":   "only pypi: packages",
+		"a @s/a 1.0.0 a python>=3.12":   "for pypi: packages",
+		"a @s/a 1.0.0 a node>=22":       "want node>=X.Y",
+		"a pypi:a 1.0.0 a node>=22.19":  "unknown option",
 		"a pypi:a 1.0.0 a python>=3":    "want python>=3.N",
 		"a pypi:a 1.0.0 a with=ok,$bad": "not a package name",
 		"a pypi:a 1.0.0 a extras=[x]":   "unknown option",

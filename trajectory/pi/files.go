@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -63,7 +64,7 @@ func (s *session) read(args gjson.Result, orig string) result {
 		selected = lines[start:max(start, end)]
 		userLimited = end - start
 	}
-	tr := truncateHead(strings.Join(selected, "\n"), defaultMaxLines, defaultMaxBytes)
+	tr := truncateHead(strings.Join(selected, "\n"), defaultMaxLines, defaultMaxBytes, s.sem.trailingNewlineLine)
 	first := start + 1
 	var text string
 	var details json.RawMessage
@@ -114,7 +115,13 @@ func imageMime(b []byte) string {
 
 // write creates or overwrites a file, parents included, and reports the
 // content's length in UTF-16 units (JavaScript's string length).
-func (s *session) write(args gjson.Result) result {
+// writeBytesRe is the write confirmation before 0.85.0, which counted the
+// bytes (UTF-16 code units, in fact) written.
+var writeBytesRe = regexp.MustCompile(`^Successfully wrote \d+ bytes to `)
+
+// write writes the file; its confirmation follows the recorded one when
+// there is one (orig), else the release's.
+func (s *session) write(args gjson.Result, orig string) result {
 	path, content := args.Get("path").Str, args.Get("content").Str
 	shown, real := s.resolve(path)
 	if err := mkdirp(filepath.Dir(real)); err != nil {
@@ -127,6 +134,16 @@ func (s *session) write(args gjson.Result) result {
 		return failure(nodeFsError(err, "open", shown))
 	}
 	run.NoteWrite(real)
+	bytesForm := s.sem.writeBytes
+	switch {
+	case writeBytesRe.MatchString(orig):
+		bytesForm = true
+	case strings.HasPrefix(orig, "Successfully wrote to "):
+		bytesForm = false
+	}
+	if !bytesForm {
+		return result{text: "Successfully wrote to " + path}
+	}
 	return result{text: fmt.Sprintf("Successfully wrote %d bytes to %s", jsstr.Len(content), path)}
 }
 
@@ -210,7 +227,7 @@ func (s *session) edit(args gjson.Result, orig string) result {
 		bom, raw = "\uFEFF", raw[len("\uFEFF"):]
 	}
 	ending := detectLineEnding(raw)
-	base, changed, err := applyEdits(normalizeToLF(raw), edits, path)
+	base, changed, err := applyEdits(normalizeToLF(raw), edits, path, s.sem.fuzzyKeepsLines)
 	if err != nil {
 		return failure(err.Error())
 	}
@@ -225,6 +242,9 @@ func (s *session) edit(args gjson.Result, orig string) result {
 	diff, first := generateDiff(base, changed)
 	var o jsObject
 	o.str("diff", diff)
+	if s.sem.editPatch {
+		o.str("patch", unifiedPatch(path, base, changed))
+	}
 	text := fmt.Sprintf("Successfully replaced %d block(s) in %s.", len(edits), path)
 	switch {
 	case strings.HasPrefix(orig, "Successfully replaced text in ") && strings.Contains(orig, ". Changed "):
@@ -289,7 +309,7 @@ func (s *session) ls(args gjson.Result) result {
 	if len(out) == 0 {
 		return result{text: "(empty directory)"}
 	}
-	tr := truncateHead(strings.Join(out, "\n"), maxSafeInteger, defaultMaxBytes)
+	tr := truncateHead(strings.Join(out, "\n"), maxSafeInteger, defaultMaxBytes, s.sem.trailingNewlineLine)
 	text := tr.Content
 	var notices []string
 	var o jsObject

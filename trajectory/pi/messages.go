@@ -23,13 +23,16 @@ type message struct {
 	// toolResult
 	callID, toolName, content string
 	isError                   bool
+	// dates is what the result's shape says of the release that wrote
+	// it (see evidence).
+	dates evidence
 }
 
 // The members decodeSession, parseMessage, readBlocks and contentText read; rawjson steps
 // over the others without unescaping them.
 var (
 	entryKeys     = []string{"type", "id", "parentId", "message"}
-	messageKeys   = []string{"role", "content", "stopReason", "toolCallId", "toolName", "isError"}
+	messageKeys   = []string{"role", "content", "stopReason", "toolCallId", "toolName", "isError", "details"}
 	blockKeys     = []string{"type", "text", "thinking", "id", "name", "arguments"}
 	textBlockKeys = []string{"type", "text"}
 )
@@ -44,7 +47,7 @@ func parseMessage(m gjson.Result, loc trajectory.Locator, skipContent, lean bool
 	if !m.IsObject() {
 		return msg, false, "message is not an object"
 	}
-	var role, content gjson.Result
+	var role, content, details gjson.Result
 	var callID, toolName, stop string
 	rawjson.EachOf(m, messageKeys, func(k, v gjson.Result) bool {
 		switch k.Str {
@@ -62,6 +65,8 @@ func parseMessage(m gjson.Result, loc trajectory.Locator, skipContent, lean bool
 			toolName = v.Str
 		case "isError":
 			msg.isError = v.Bool()
+		case "details":
+			details = v
 		}
 		return true
 	})
@@ -87,6 +92,7 @@ func parseMessage(m gjson.Result, loc trajectory.Locator, skipContent, lean bool
 		if !skipContent {
 			msg.content = contentText(content)
 		}
+		msg.dates = resultEvidence(toolName, content, details, msg.isError)
 		return msg, true, ""
 	}
 	return msg, false, ""

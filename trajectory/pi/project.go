@@ -35,6 +35,9 @@ type Projection struct {
 	// message is appended to.
 	LastID string
 	Items  []json.RawMessage
+	// System counts the system messages on the chain (Pi ≥ 1.x), which
+	// make up the leading system message rather than items.
+	System int
 }
 
 // Project reads a session file and returns its projection.
@@ -88,6 +91,14 @@ func Project(r io.Reader) (*Projection, error) {
 		switch typ := rec.Get("type").Str; typ {
 		case "model_change", "thinking_level_change", "label", "session_info", "custom":
 		case "message":
+			if rec.Get("message.role").Str == "system" {
+				// Pi ≥ 1.x stores its prompt and tool declarations as system
+				// messages; the request's leading system message is built from
+				// them (and from the launch: cwd, install path), not sent where
+				// they sit.
+				p.System++
+				continue
+			}
 			item, err := projectPiMessage(rec.Get("message"))
 			if err != nil {
 				return nil, fmt.Errorf("entry %s: %w", rec.Get("id").Str, err)

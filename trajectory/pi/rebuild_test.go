@@ -30,7 +30,7 @@ func sessionFiles(t *testing.T) []string {
 		}
 		out = append(out, p)
 	}
-	e2e, _ := filepath.Glob(filepath.Join(e2eDir, "*_*.jsonl"))
+	e2e, _ := filepath.Glob(filepath.Join(e2eDirs, "*_*.jsonl"))
 	out = append(out, e2e...)
 	if len(out) < 3 {
 		t.Fatalf("only %d session files with steps", len(out))

@@ -21,7 +21,8 @@ import (
 
 // e2eDir holds sessions the real pi CLI (0.73.1) recorded against a
 // scripted model, with the workspace they started from.
-const e2eDir = "../../testdata/e2e/sessions/pi@0.73.1"
+// e2eDirs are the recordings of real pi releases (testdata/e2e/README.md).
+const e2eDirs = "../../testdata/e2e/sessions/pi@*"
 
 // untar unpacks a .tar.gz into dir.
 func untar(t *testing.T, archive, dir string) {
@@ -82,15 +83,16 @@ func toolEnv(t *testing.T, ws, orig string) trajectory.ToolEnv {
 // byte for byte as pi recorded it, and the session rebuilt from them must
 // be the original file itself.
 func TestReplayRecordedSession(t *testing.T) {
-	sessions, _ := filepath.Glob(filepath.Join(e2eDir, "*_*.jsonl"))
-	if len(sessions) == 0 {
-		t.Skip("no recorded pi session in " + e2eDir)
+	sessions, _ := filepath.Glob(filepath.Join(e2eDirs, "*_*.jsonl"))
+	if len(sessions) < 3 {
+		t.Fatalf("recorded pi sessions %v: want the oldest and newest tested releases' and 0.72.1's", sessions)
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
 	for _, path := range sessions {
-		t.Run(filepath.Base(path), func(t *testing.T) {
+		e2eDir := filepath.Dir(path)
+		t.Run(filepath.Base(e2eDir), func(t *testing.T) {
 			data, tr := formattest.DecodeFile(t, New(), path)
 			manifest, err := os.ReadFile(filepath.Join(e2eDir, "manifest.json"))
 			if err != nil {
@@ -101,11 +103,18 @@ func TestReplayRecordedSession(t *testing.T) {
 			}
 			ws := t.TempDir()
 			untar(t, filepath.Join(e2eDir, "repo.tar.gz"), ws)
-			sess, err := New().(trajectory.Replayer).NewToolSession(toolEnv(t, ws, tr.Cwd))
+			env := toolEnv(t, ws, tr.Cwd)
+			env.Trajectory = tr // its records date it: the release whose tools are replayed
+			sess, err := New().(trajectory.Replayer).NewToolSession(env)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer sess.Close()
+			recorder := strings.TrimPrefix(filepath.Base(e2eDir), "pi@")
+			sem := sess.(trajectory.SemanticsReporter).Semantics()
+			if sem["release"] != map[string]string{"0.72.1": "0.73.1"}[recorder] && sem["release"] != recorder {
+				t.Errorf("replayed as %v; the session was recorded by %s", sem, recorder)
+			}
 			fresh := map[string]trajectory.Fresh{}
 			steps := tr.Steps()
 			if len(steps) == 0 {

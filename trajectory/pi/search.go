@@ -152,7 +152,7 @@ func (s *session) find(ctx context.Context, args gjson.Result, logPath string) (
 		}
 		rel = append(rel, r)
 	}
-	tr := truncateHead(strings.Join(rel, "\n"), maxSafeInteger, defaultMaxBytes)
+	tr := truncateHead(strings.Join(rel, "\n"), maxSafeInteger, defaultMaxBytes, s.sem.trailingNewlineLine)
 	text := tr.Content
 	var notices []string
 	var o jsObject
@@ -240,6 +240,9 @@ func (s *session) grep(ctx context.Context, args gjson.Result, logPath string) (
 	var matches []grepMatch
 	count, limitReached := 0, false
 	rg := s.lookTool(ctx, "rg", "rg")
+	if rg != "" && s.sem.grepContextFromRg {
+		return s.grepRg(ctx, rg, args, real, isDir, ctxLines, limit, logPath)
+	}
 	if rg == "" {
 		var err error
 		if matches, count, limitReached, err = grepFallback(args, pattern, real, limit); err != nil {
@@ -350,7 +353,7 @@ func (s *session) grep(ctx context.Context, args gjson.Result, logPath string) (
 			}
 		}
 	}
-	tr := truncateHead(strings.Join(out, "\n"), maxSafeInteger, defaultMaxBytes)
+	tr := truncateHead(strings.Join(out, "\n"), maxSafeInteger, defaultMaxBytes, s.sem.trailingNewlineLine)
 	text := tr.Content
 	var notices []string
 	var o jsObject

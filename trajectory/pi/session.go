@@ -44,6 +44,8 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options, src io.R
 	var linkErr error // the first, reported once every line is read, as a tree's would be
 	var entries []entry
 	index := map[string]int{}
+	var dates evidence
+	sawSystem, sawAssistant := false, false
 	for ok := true; ok; ok = jr.Next() {
 		ln := jr.Line()
 		var typ, id, parent, msg gjson.Result
@@ -101,12 +103,18 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options, src io.R
 			index[e.id] = len(entries)
 		}
 		if typ.Str == "message" {
+			if !sawSystem && msg.Get("role").Str == "system" {
+				sawSystem = true
+				dates.atLeast(relSystemMessages) // only this generation writes them
+			}
 			m, ok, problem := parseMessage(msg, e.loc, opts.SkipObservationContent || cut.Done(), lean || cut.Done())
 			if problem != "" {
 				return nil, trajectory.Errorf(ln.N, "%s", problem)
 			}
 			if ok {
 				e.msg = &m
+				dates.merge(m.dates)
+				sawAssistant = sawAssistant || m.role == "assistant"
 			}
 		}
 		switch {
@@ -145,6 +153,12 @@ func decodeSession(jr *jsonl.Reader, h header, opts trajectory.Options, src io.R
 	}
 	k.finish()
 	cut.Settle(t, nil)
+	if sawAssistant && !sawSystem {
+		dates.below(relSystemMessages) // every request since 0.86 stores one first
+	}
+	if dates.consistent() {
+		t.MinVersion, t.BeforeVersion = dates.bounds()
+	}
 	if lean {
 		if err := refill(t, src, opts); err != nil {
 			return nil, err

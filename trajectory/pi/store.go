@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	store "github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -91,25 +93,39 @@ func (sessions) Origin(r io.Reader) (store.Origin, error) {
 	return o, err
 }
 
-// Rewrite replaces the header's cwd, the only place Pi records it; Pi
-// refuses to resume a session whose cwd does not exist.
+// Rewrite replaces the header's cwd (Pi refuses to resume a session whose
+// cwd does not exist) and, since 1.x, the cwd section of its system
+// messages ("<cwd>\n/path\n</cwd>"): left as it was, the resumed Pi would
+// append a system message that moves the prompt's cwd back to the new one.
 func (sessions) Rewrite(w io.Writer, r io.Reader, from, to string) (int, error) {
 	if err := store.CheckRewrite(from, to); err != nil {
 		return 0, err
 	}
 	seen := false
+	oldSection, newSection := cwdSection(from), jsstr.AppendQuote(nil, cwdSection(to))
 	return store.RewriteLines(w, r, to, func(_ int, line []byte) ([]store.Span, error) {
-		if seen {
+		if !seen {
+			seen = true
+			if gjson.GetBytes(line, "type").Str != "session" {
+				return nil, nil
+			}
+			s, ok, err := store.StringAt(gjson.GetBytes(line, "cwd"), from)
+			if !ok {
+				return nil, err
+			}
+			return []store.Span{s}, nil
+		}
+		if !bytes.Contains(line, []byte(`"role":"system"`)) || gjson.GetBytes(line, "message.role").Str != "system" {
 			return nil, nil
 		}
-		seen = true
-		if gjson.GetBytes(line, "type").Str != "session" {
-			return nil, nil
-		}
-		s, ok, err := store.StringAt(gjson.GetBytes(line, "cwd"), from)
+		s, ok, err := store.StringAt(gjson.GetBytes(line, "message.sections.cwd"), oldSection)
 		if !ok {
 			return nil, err
 		}
+		s.With = newSection
 		return []store.Span{s}, nil
 	})
 }
+
+// cwdSection is Pi's cwd section of the system prompt (1.x).
+func cwdSection(cwd string) string { return "<cwd>\n" + cwd + "\n</cwd>" }

@@ -11,6 +11,8 @@ import (
 var sessionRecordings = []string{
 	"../../testdata/e2e/sessions/pi@0.72.1/2026-12-01T14-51-18-358Z_01a23216-b3cf-733b-a378-4fe0b130750c.jsonl",
 	"../../testdata/e2e/sessions/pi@0.73.1/2026-11-29T23-16-33-212Z_01a22998-8d3b-75d5-8d8d-f6601805e7d0.jsonl",
+	// 1.x: the system message's cwd section moves with the header.
+	"../../testdata/e2e/sessions/pi@1.6.0/2026-12-02T02-58-23-465Z_01a234b0-5e69-723f-9e35-81f8e54c42b0.jsonl",
 }
 
 func TestSessionRecordings(t *testing.T) {

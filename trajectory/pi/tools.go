@@ -3,6 +3,7 @@ package pi
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -79,4 +80,17 @@ func checkEdit(args gjson.Result) error {
 		}
 	}
 	return nil
+}
+
+// fullOutputPath is where a truncated bash result says its full output is:
+// a file named at random in the temp directory of that run.
+var fullOutputPath = regexp.MustCompile(`(Full output: )\S*pi-bash-[0-9a-f]+\.log\]`)
+
+// NormalizeObservation masks the run-to-run field of Pi's results: the
+// full-output file a truncated bash result names.
+func (format) NormalizeObservation(content string) string {
+	if !strings.Contains(content, "pi-bash-") {
+		return content
+	}
+	return fullOutputPath.ReplaceAllString(content, "${1}<temp file>]")
 }

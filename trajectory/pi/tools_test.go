@@ -23,15 +23,18 @@ import (
 	"github.com/pvisor/pvisor/trajectory"
 )
 
-// piDist regenerates testdata/oracle/tools.golden from the real pi tools:
-// -pi-dist=/work/main/.e2e/npm/node_modules/@mariozechner/pi-coding-agent/dist
-var piDist = flag.String("pi-dist", "", "pi-coding-agent dist dir: rerun the tool cases through the real pi (node) and rewrite the golden")
+// piDist regenerates testdata/oracle/tools@<release>.golden from the real
+// pi tools of that release (Node ≥ 22.19 first on PATH for ≥ 0.83):
+// -pi-dist=/work/main/.e2e/cli/pi@1.6.0/node_modules/@earendil-works/pi-coding-agent/dist
+var piDist = flag.String("pi-dist", "", "pi-coding-agent dist dir: rerun the tool cases through the real pi (node) and rewrite its release's golden")
 
 const (
-	goldenTools = "testdata/oracle/tools.golden"
-	fakeCwd     = "/work/proj" // the recorded cwd the cases pretend to come from
-	fakeTmp     = "/tmp-pi"    // where pi keeps full bash output, normalized
+	fakeCwd = "/work/proj" // the recorded cwd the cases pretend to come from
+	fakeTmp = "/tmp-pi"    // where pi keeps full bash output, normalized
 )
+
+// goldenTools is the oracle file of one release.
+func goldenTools(release string) string { return "testdata/oracle/tools@" + release + ".golden" }
 
 // toolFixture is the workspace every case list starts from.
 func toolFixture(t *testing.T, dir string) {
@@ -64,6 +67,7 @@ func toolFixture(t *testing.T, dir string) {
 		"bom.txt":          "\uFEFFbom line\r\nsecond\r\n",
 		"emptydir/.keep":   "",
 		"nested/only/file": "deep\n",
+		"fuzzy.txt":        "keep  \nsay \u201chi\u201d\nkeep \u2014 too  \n",
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -168,6 +172,12 @@ var toolCases = []struct{ tool, args string }{
 	{"bash", `{"command":"sleep 5","timeout":1}`},
 	{"bash", `{"command":"printf 'x\\033[31my\\r\\n'"}`},
 	{"bash", `{"command":"kill -9 $$"}`},
+	// Semantics that changed in 0.79.9-1.6 (see semantics.go).
+	{"edit", `{"path":"fuzzy.txt","edits":[{"oldText":"say \"hi\"","newText":"said"}]}`},
+	{"grep", `{"pattern":"x","path":"dup.txt","context":1}`},
+	{"grep", `{"pattern":"l1","path":"long.txt","context":2,"limit":3}`},
+	{"grep", `{"pattern":"def","glob":"./sub/**","context":1}`},
+	{"bash", `{"command":"seq 1 2500; exit 4"}`},
 }
 
 var (
@@ -234,12 +244,13 @@ func regenerate(t *testing.T) []toolOutcome {
 }
 
 // TestToolsGolden runs every case through the replay's tools on a fresh
-// fixture and compares text, error flag and details byte for byte with
-// what the real pi 0.73.1 tools returned for the same calls.
+// fixture, as each release whose oracle file is in testdata/oracle, and
+// compares text, error flag and details byte for byte with what that
+// release's real pi tools returned for the same calls.
 func TestToolsGolden(t *testing.T) {
-	var want []toolOutcome
 	if *piDist != "" {
-		want = regenerate(t)
+		release := distRelease(t, *piDist)
+		want := regenerate(t)
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
@@ -248,28 +259,58 @@ func TestToolsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(goldenTools, b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(goldenTools(release), b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	} else {
-		data, err := os.ReadFile(goldenTools)
-		if err != nil {
+	}
+	files, _ := filepath.Glob(goldenTools("*"))
+	if len(files) < 3 {
+		t.Fatalf("oracle files %v: want the oldest, a middle and the newest tested release", files)
+	}
+	for _, f := range files {
+		release := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "tools@"), ".golden")
+		t.Run(release, func(t *testing.T) { checkTools(t, release, readOracle(t, f)) })
+	}
+}
+
+// distRelease is the version of the package whose dist dir is given.
+func distRelease(t *testing.T, dist string) string {
+	data, err := os.ReadFile(filepath.Join(dist, "..", "package.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := gjson.GetBytes(data, "version").Str
+	if v == "" {
+		t.Fatalf("%s/../package.json has no version", dist)
+	}
+	return v
+}
+
+func readOracle(t *testing.T, path string) []toolOutcome {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []toolOutcome
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var o toolOutcome
+		if err := json.Unmarshal(line, &o); err != nil {
 			t.Fatal(err)
 		}
-		for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-			var o toolOutcome
-			if err := json.Unmarshal(line, &o); err != nil {
-				t.Fatal(err)
-			}
-			want = append(want, o)
-		}
+		want = append(want, o)
 	}
 	if len(want) != len(toolCases) {
-		t.Fatalf("golden has %d cases, the test %d (rerun with -pi-dist)", len(want), len(toolCases))
+		t.Fatalf("%s has %d cases, the test %d (rerun with -pi-dist)", path, len(want), len(toolCases))
 	}
+	return want
+}
+
+// checkTools replays every case as the session of a release recorded them.
+func checkTools(t *testing.T, release string, want []toolOutcome) {
 	ws := t.TempDir()
 	toolFixture(t, ws)
 	env := toolEnv(t, ws, fakeCwd)
+	env.Version = release
 	tmp := envValue(env.Env, "TMPDIR")
 	sess, err := New().(trajectory.Replayer).NewToolSession(env)
 	if err != nil {

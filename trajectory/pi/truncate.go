@@ -53,11 +53,24 @@ func (t *truncation) appendJSON(b []byte) []byte {
 	return append(b, o.bytes()...)
 }
 
+// countedLines splits content into the lines pi's truncation counts: since
+// 0.75.5 a final newline ends the last line instead of starting an empty one
+// (and "" has none); before, every "\n" split (legacy).
+func countedLines(content string, legacy bool) []string {
+	if legacy {
+		return strings.Split(content, "\n")
+	}
+	if content == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(content, "\n"), "\n")
+}
+
 // truncateHead keeps the first lines that fit (file reads): never a
 // partial line; a first line over the byte limit gives empty content.
-func truncateHead(content string, maxLines, maxBytes int) truncation {
+func truncateHead(content string, maxLines, maxBytes int, legacy bool) truncation {
 	totalBytes := len(content)
-	lines := strings.Split(content, "\n")
+	lines := countedLines(content, legacy)
 	t := truncation{TotalLines: len(lines), TotalBytes: totalBytes, MaxLines: maxLines, MaxBytes: maxBytes}
 	if len(lines) <= maxLines && totalBytes <= maxBytes {
 		t.Content, t.OutputLines, t.OutputBytes = content, len(lines), totalBytes
@@ -92,9 +105,9 @@ func truncateHead(content string, maxLines, maxBytes int) truncation {
 
 // truncateTail keeps the last lines that fit (command output); when the
 // last line alone is over the byte limit its end is kept.
-func truncateTail(content string, maxLines, maxBytes int) truncation {
+func truncateTail(content string, maxLines, maxBytes int, legacy bool) truncation {
 	totalBytes := len(content)
-	lines := strings.Split(content, "\n")
+	lines := countedLines(content, legacy)
 	t := truncation{TotalLines: len(lines), TotalBytes: totalBytes, MaxLines: maxLines, MaxBytes: maxBytes}
 	if len(lines) <= maxLines && totalBytes <= maxBytes {
 		t.Content, t.OutputLines, t.OutputBytes = content, len(lines), totalBytes

@@ -19,8 +19,13 @@ import (
 type LineEditor func(n int, line []byte) ([]Span, error)
 
 // Span is a JSON string value inside a line: its byte offset and length,
-// quotes included (gjson's Result.Index and len(Result.Raw)).
-type Span struct{ Off, Len int }
+// quotes included (gjson's Result.Index and len(Result.Raw)). With, when
+// set, is the JSON string written there instead of the new cwd itself (a
+// value that holds the cwd inside other text, such as Pi's "<cwd>\n…\n</cwd>").
+type Span struct {
+	Off, Len int
+	With     []byte
+}
 
 // RewriteLines copies r to w line by line, replacing the spans edit picks
 // with the JSON string to. Every other byte, blank lines, line endings and a
@@ -104,7 +109,11 @@ func splice(dst, line []byte, spans []Span, quoted []byte) []byte {
 	at := 0
 	for _, s := range spans {
 		dst = append(dst, line[at:s.Off]...)
-		dst = append(dst, quoted...)
+		if s.With != nil {
+			dst = append(dst, s.With...)
+		} else {
+			dst = append(dst, quoted...)
+		}
 		at = s.Off + s.Len
 	}
 	return append(dst, line[at:]...)

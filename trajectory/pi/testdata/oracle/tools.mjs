@@ -2,6 +2,7 @@
 // store as each toolResult ({content, details, isError}), one JSON per line.
 // Used only to regenerate tools.golden (one result per line):
 //   go test ./trajectory/pi -run TestToolsGolden -pi-dist=<…/pi-coding-agent/dist>
+// (one oracle file per release: tools@<version>.golden)
 // Usage: node tools.mjs <pi dist dir> <cwd> < cases.jsonl
 import { createInterface } from "node:readline";
 const [dist, cwd] = process.argv.slice(2);
@@ -16,7 +17,9 @@ for await (const line of rl) {
   let out;
   try {
     const r = await tool.execute("call", args, undefined, undefined);
-    out = { content: r.content, details: r.details, isError: false };
+    // Since 1.x a tool reports a failed command by returning isError
+    // (with its details) instead of throwing.
+    out = { content: r.content, details: r.details, isError: r.isError === true };
   } catch (e) {
     // agent-loop's createErrorToolResult
     out = { content: [{ type: "text", text: e instanceof Error ? e.message : String(e) }], details: {}, isError: true };
