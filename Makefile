@@ -7,7 +7,7 @@ PKGS      := ./...
 FUZZTIME  ?= 4s
 DEMO_DIR  ?= $(CURDIR)/.demo
 
-.PHONY: build demo test race vet fuzz-smoke fuzz-long bench bench-continuation e2e clean
+.PHONY: build demo test race vet fuzz-smoke fuzz-long bench bench-continuation e2e releases clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/pvisor
@@ -91,6 +91,12 @@ fuzz-long:
 e2e:
 	bash testdata/e2e/install-clis.sh >/dev/null
 	$(GO) test -tags e2e -count=1 -timeout 40m ./replay/e2e/
+
+# The release watch: the newest release on npm/PyPI of every tested package
+# (replay/tested/versions.txt) and of the packages its agents moved to, and
+# how far the tested releases are behind. Informational: never fails.
+releases: build
+	-$(BIN) doctor --releases
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)

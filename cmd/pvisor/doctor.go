@@ -10,13 +10,17 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/pvisor/pvisor/replay/doctor"
+	"github.com/pvisor/pvisor/replay/releases"
+	"github.com/pvisor/pvisor/replay/tested"
 )
 
 const doctorUsage = `Usage: pvisor doctor [--agent A]... [--agent-entrypoint PATH] [--json] [--keep]
+       pvisor doctor --releases [--json]
 
 Checks the agent CLIs installed here against pvisor: for each agent found on
 PATH (or given), it probes the version, then replays a small bundled session
@@ -24,6 +28,13 @@ recorded by a tested release and continues it with this CLI through the
 bridge with the recorded upstream, in a loopback-only network namespace (when
 run as root). No model service is needed and nothing leaves the machine.
 It is the one command to run when a new CLI release lands.
+
+With --releases it checks nothing here: it asks npm and PyPI (with their own
+clients) for the newest release of every package pvisor tests
+(replay/tested/versions.txt) and of the packages its agents moved to, and
+prints how far the tested releases are behind, and which package stopped
+while its agent goes on elsewhere. It is informational: exit 0 even when a
+lookup fails (the row says why).
 
 Exit status: 0 when every check passed; otherwise the exit code of the
 first failed check (11: not a supported agent or none found, 40: the
@@ -36,6 +47,9 @@ Examples:
     # This morning's Claude Code, installed somewhere else; JSON for CI.
     $ pvisor doctor --agent claude-code --agent-entrypoint ~/.npm-global/bin/claude --json
 
+    # Which tested CLIs have newer releases, or moved to another package.
+    $ pvisor doctor --releases
+
 Flags:
 `
 
@@ -47,6 +61,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	entry := fs.String("agent-entrypoint", "", "the CLI `path` to check (with one --agent) instead of the one on PATH")
 	asJSON := fs.Bool("json", false, "print one JSON object per agent instead of a table")
 	keep := fs.Bool("keep", false, "keep each check's directory (its output dir is listed)")
+	watch := fs.Bool("releases", false, "ask the registries for newer releases of the tested packages instead of checking the CLIs here")
 	if err := fs.Parse(args); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
@@ -56,6 +71,24 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "pvisor doctor: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	if *watch {
+		if len(*agentsFlag) > 0 || *entry != "" || *keep {
+			fmt.Fprintln(stderr, "pvisor doctor: --releases checks every tested package; it takes no --agent, --agent-entrypoint or --keep")
+			return 2
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer stop()
+		rows := releases.Check(ctx, releases.Clients{}, tested.Releases, tested.Successors, time.Now())
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			for _, r := range rows {
+				enc.Encode(r)
+			}
+			return 0
+		}
+		releases.Print(stdout, rows)
+		return 0
 	}
 	self, err := os.Executable()
 	if err != nil {
