@@ -9,8 +9,22 @@ DEMO_DIR  ?= $(CURDIR)/.demo
 
 .PHONY: build demo test race vet fuzz-smoke fuzz-long bench bench-continuation e2e clean
 
+# The version pvisor prints (pvisor --version) and the wheel carries: VERSION,
+# plus, when this is a git checkout, where HEAD stands against the tag
+# v$(VERSION) as a PEP 440 local version: 0.1.0 on the tag itself,
+# 0.1.0+5.g<commit> five commits later, 0.1.0+g<commit> without the tag, and
+# .dirty when tracked files are modified. PVISOR_VERSION=... overrides it.
+PVISOR_VERSION ?= $(shell base=$$(cat VERSION); \
+	d=$$(git describe --tags --match "v$$base" --abbrev=12 --dirty=-dirty 2>/dev/null || \
+	     { c=$$(git describe --always --abbrev=12 --dirty=-dirty 2>/dev/null) && echo "g$$c"; }); \
+	case "$$d" in ("") echo "$$base";; ("v$$base") echo "$$base";; \
+	(v$$base-*) echo "$$base+$$(echo "$$d" | sed "s/^v$$base-//; s/-/./g")";; \
+	(*) echo "$$base+$$(echo "$$d" | tr - .)";; esac)
+PVISOR_VERSION := $(PVISOR_VERSION)
+LDFLAGS   := -s -w -X main.version=$(PVISOR_VERSION)
+
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/pvisor
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/pvisor
 
 # The main job on a bundled sample, no model service needed: a session the
 # real Codex CLI recorded is replayed after step 3 in a fresh copy of its
