@@ -1,9 +1,10 @@
 """Runs a pvisor call in a new network namespace whose only interface is lo.
 
 Used as ``unshare -n python _loopback.py`` (or ``unshare -rn`` without
-root): reads {"function": ..., "kwargs": {...}} on stdin, brings lo up,
-checks that no other interface exists, calls pvisor.<function>(**kwargs)
-and prints {"result": <v3 result or null>, "error": {...} or null}.
+root): reads {"scenario": ..., "kwargs": {...}} on stdin, brings lo up,
+checks that no other interface exists, runs the scenario (pvisor calls
+through the installed package) and prints {"results": [v3 results],
+"error": {...} or null, "interfaces": [...]}.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import socket
 import struct
 import sys
+from typing import Any, Dict, List
 
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
@@ -30,18 +32,33 @@ def loopback_up() -> None:
         raise SystemExit(f"not a loopback-only network namespace: interfaces {names}")
 
 
+def replay(pvisor: Any, kw: Dict[str, Any]) -> List[Any]:
+    """One pvisor.replay call."""
+    return [pvisor.replay(**kw)]
+
+
+def fork_resume(pvisor: Any, kw: Dict[str, Any]) -> List[Any]:
+    """replay_only, then Result.fork(prompt), then the child's Result.resume(prompt)."""
+    follow = kw.pop("follow_up")
+    replayed = pvisor.replay(replay_only=True, **kw)
+    child = replayed.fork("Fork here and say done.", **follow)
+    return [replayed, child, child.resume("Resume and say done again.")]
+
+
+SCENARIOS = {"replay": replay, "fork_resume": fork_resume}
+
+
 def main() -> None:
     req = json.load(sys.stdin)
     loopback_up()
     import pvisor
 
-    out: dict = {"result": None, "error": None, "interfaces": [n for _, n in socket.if_nameindex()]}
+    out: Dict[str, Any] = {"results": [], "error": None, "interfaces": [n for _, n in socket.if_nameindex()]}
     try:
-        res = getattr(pvisor, req["function"])(**req["kwargs"])
-        out["result"] = res.raw
+        out["results"] = [r.raw for r in SCENARIOS[req["scenario"]](pvisor, req["kwargs"])]
     except pvisor.PvisorError as e:
         out["error"] = {"category": e.category, "exit_code": e.exit_code, "message": e.message, "stderr": e.stderr}
-        out["result"] = e.result.raw if e.result else None
+        out["results"] = [e.result.raw] if e.result else []
     json.dump(out, sys.stdout)
 
 

@@ -80,10 +80,10 @@ def _loopback_prefix() -> list:
     return prefix
 
 
-def _in_loopback_netns(function: str, **kwargs: Any) -> Dict[str, Any]:
+def _in_loopback_netns(scenario: str, **kwargs: Any) -> Dict[str, Any]:
+    """Runs a scenario of _loopback.py in a loopback-only network namespace."""
     child = Path(__file__).with_name("_loopback.py")
-    req = json.dumps({"function": function, "kwargs": {k: os.fspath(v) if isinstance(v, Path) else v
-                                                        for k, v in kwargs.items()}})
+    req = json.dumps({"scenario": scenario, "kwargs": kwargs}, default=os.fspath)
     p = subprocess.run([*_loopback_prefix(), sys.executable, str(child)], input=req, capture_output=True,
                        text=True, timeout=600)
     assert p.returncode == 0, p.stderr
@@ -96,7 +96,7 @@ def test_continue_with_the_recorded_upstream(rollout: Path, workspace: Path, dir
                              agent_entrypoint=codex, workspace=workspace, run_id="cont", **dirs)
     assert out["interfaces"] == ["lo"]
     assert out["error"] is None, out["error"]
-    res = pvisor.Result(out["result"])
+    res = pvisor.Result(out["results"][0])
     assert (res.phase, res.quality, res.agent_status) == ("continued", "verified", "completed")
     assert res.agent["version"] == "0.171.0" and res.continued_steps >= 1
     nxt = res.next_action_comparison()
@@ -108,3 +108,26 @@ def test_continue_with_the_recorded_upstream(rollout: Path, workspace: Path, dir
     # Every model request went through the bridge, checked and none refused.
     bridge = res.metadata["continuation"]["bridge"]
     assert bridge["requests"] == bridge["validated"] >= 1 and bridge["refused"] == 0
+
+
+def test_fork_a_replay_then_resume_the_child(rollout: Path, workspace: Path, dirs: Dict[str, Path], codex: Path,
+                                             tmp_path: Path) -> None:
+    script = tmp_path / "fake.json"  # pvisor's scripted model: every reply is this text
+    script.write_text(json.dumps({"replies": [], "final": "Done. <promise>COMPLETE</promise>"}))
+    follow = {"upstream": "fake", "fake_script": script, "agent_entrypoint": codex}
+    out = _in_loopback_netns("fork_resume", agent="codex", trajectory=rollout, after_step=3,
+                             workspace=workspace, follow_up=follow, **dirs)
+    assert out["error"] is None, out["error"]
+    replayed, child, resumed = (pvisor.Result(r) for r in out["results"])
+    assert replayed.phase == "replayed"
+    parent_id = replayed.metadata["native_session_id"]
+    # The fork branched at the replay's boundary under a new id; the parent is untouched.
+    fork = child.metadata["session"]
+    assert (child.phase, child.agent_status, fork["mode"]) == ("continued", "completed", "fork")
+    assert fork["prefix"]["after_step"] == 3 and fork["parent"]["unchanged"] is True
+    assert fork["session_id"] != parent_id and fork["parent_id"] == parent_id
+    assert child.artifact("native_session_bundle").is_dir()
+    # The child's resume keeps its id and captures the session again.
+    again = resumed.metadata["session"]
+    assert (resumed.phase, again["mode"], again["session_id"]) == ("continued", "resume", fork["session_id"])
+    assert resumed.artifact("native_session_bundle") != child.artifact("native_session_bundle")
