@@ -13,9 +13,8 @@
 //     [overlayfs]) and returns the [*result.Result] the command prints:
 //     Phase, Quality, AgentStatus, the Artifacts by role, and Failure with a
 //     category when the run failed. [result.ExitCode] maps that failure to
-//     the command's exit code. Run never returns nil and never panics on bad
-//     input: a request that does not validate is a configuration_error
-//     result, just as a bad flag is.
+//     the command's exit code. Run never returns nil: a request that does
+//     not validate is a configuration_error result, just as a bad flag is.
 //   - [RunSession] and [SessionRequest] are `pvisor resume` and `pvisor fork`.
 //   - [OpenTrajectory] opens a session file for the decoders in
 //     trajectory/agents, as `pvisor inspect` does.
@@ -28,8 +27,8 @@
 // ctx to stop a run: it still returns its result, with no process or mount
 // left behind.
 //
-// Replayed tools run isolated in any program (the isolation init is this
-// package's binary, started by an init function of package run). A run with
+// Replayed tools run isolated in any program: their init is the calling
+// binary re-executed, which an init function of package run recognises. A run with
 // Request.Overlay set re-executes the calling binary as its overlay worker,
 // so that program's main must begin as the pvisor command's does
 // (overlay.IsChild and overlay.ChildMain, then [ChildCommand] handled with
