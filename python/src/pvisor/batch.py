@@ -9,6 +9,7 @@ is installed.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from pathlib import Path
@@ -48,8 +49,7 @@ class Runs(Sequence[Dict[str, Any]]):
         Raises:
             ImportError: pandas is not installed.
         """
-        import pandas as pd  # optional: pip install pandas
-
+        pd = importlib.import_module("pandas")  # optional: pip install pandas
         return pd.DataFrame([_flatten(r) for r in self._items])
 
 
