@@ -34,6 +34,10 @@ def test_prepare_only(rollout: Path, dirs: Dict[str, Path]) -> None:
     with pytest.raises(pvisor.PvisorError) as e:
         res.observation_comparison()
     assert e.value.category == "configuration_error" and "observation_comparison" in e.value.message
+    # Only a resume or fork captures a session bundle to resume.
+    with pytest.raises(pvisor.PvisorError) as e:
+        res.resume("go on")
+    assert e.value.category == "configuration_error" and e.value.result is res
 
 
 def test_replay_only(rollout: Path, workspace: Path, dirs: Dict[str, Path]) -> None:
