@@ -7,10 +7,24 @@ PKGS      := ./...
 FUZZTIME  ?= 4s
 DEMO_DIR  ?= $(CURDIR)/.demo
 
-.PHONY: build demo test race vet fuzz-smoke fuzz-long bench bench-continuation e2e releases clean
+.PHONY: build demo test race vet fuzz-smoke fuzz-long bench bench-continuation e2e releases wheel python-test clean
+
+# The version pvisor prints (pvisor --version) and the wheel carries: VERSION,
+# plus, when this is a git checkout, where HEAD stands against the tag
+# v$(VERSION) as a PEP 440 local version: 0.1.0 on the tag itself,
+# 0.1.0+5.g<commit> five commits later, 0.1.0+g<commit> without the tag, and
+# .dirty when tracked files are modified. PVISOR_VERSION=... overrides it.
+PVISOR_VERSION ?= $(shell base=$$(cat VERSION); \
+	d=$$(git describe --tags --match "v$$base" --abbrev=12 --dirty=-dirty 2>/dev/null || \
+	     { c=$$(git describe --always --abbrev=12 --dirty=-dirty 2>/dev/null) && echo "g$$c"; }); \
+	case "$$d" in ("") echo "$$base";; ("v$$base") echo "$$base";; \
+	(v$$base-*) echo "$$base+$$(echo "$$d" | sed "s/^v$$base-//; s/-/./g")";; \
+	(*) echo "$$base+$$(echo "$$d" | tr - .)";; esac)
+PVISOR_VERSION := $(PVISOR_VERSION)
+LDFLAGS   := -s -w -X main.version=$(PVISOR_VERSION)
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN) ./cmd/pvisor
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/pvisor
 
 # The main job on a bundled sample, no model service needed: a session the
 # real Codex CLI recorded is replayed after step 3 in a fresh copy of its
@@ -108,5 +122,43 @@ BENCHTIME ?= 2x
 bench-continuation:
 	$(GO) test -tags e2e -count=1 -timeout 30m -run='^$$' -bench=Continuation -benchtime=$(BENCHTIME) ./replay/e2e/
 
+# The wheel a sandbox installs with pip (no Go there): the static binary as
+# the script `pvisor` plus the Python package python/src/pvisor, built by
+# hatchling (pinned, from PyPI, in a throwaway venv under build/) for each
+# GOARCH listed (default: this machine's; GOARCH=arm64 cross-builds the
+# aarch64 wheel, GOARCH="amd64 arm64" both). dist/ is emptied of older wheels
+# first, so dist/pvisor-*.whl is what this call built; dist/SHA256SUMS lists them.
+HATCHLING_VERSION ?= 1.33.0
+PYTHON            ?= python3
+WHEEL_GOARCH      := $(or $(GOARCH),$(shell $(GO) env GOARCH))
+BUILD_VENV        := build/hatchling-$(HATCHLING_VERSION)
+wheel:
+	@test -x $(BUILD_VENV)/bin/hatchling || { rm -rf $(BUILD_VENV) && $(PYTHON) -m venv $(BUILD_VENV) && \
+		$(BUILD_VENV)/bin/pip install -q --disable-pip-version-check "hatchling==$(HATCHLING_VERSION)"; }
+	mkdir -p dist && rm -f dist/pvisor-*.whl dist/SHA256SUMS
+	@set -e; for arch in $(WHEEL_GOARCH); do \
+		bin=build/wheel/linux-$$arch/pvisor; \
+		echo "pvisor $(PVISOR_VERSION) linux/$$arch"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $$bin ./cmd/pvisor; \
+		if [ "$$arch" = "$$(GOARCH= $(GO) env GOARCH)" ]; then \
+			got=$$($$bin --version); [ "$$got" = "pvisor $(PVISOR_VERSION)" ] || { echo "$$bin --version: $$got"; exit 1; }; fi; \
+		case $$arch in (amd64) plat=manylinux_2_17_x86_64;; (arm64) plat=manylinux_2_17_aarch64;; \
+			(*) echo "no wheel platform for GOARCH=$$arch"; exit 1;; esac; \
+		(cd python && PVISOR_WHEEL_VERSION=$(PVISOR_VERSION) PVISOR_WHEEL_BINARY=$(CURDIR)/$$bin \
+			PVISOR_WHEEL_PLATFORM=$$plat $(CURDIR)/$(BUILD_VENV)/bin/hatchling build -t wheel -d $(CURDIR)/dist); \
+	done
+	cd dist && sha256sum pvisor-*.whl > SHA256SUMS && cat SHA256SUMS
+
+# The Python API's tests through the installed wheel: a fresh venv made by
+# this machine's python3, pytest from PyPI, the suite in python/tests/ on the
+# bundled sessions (the continuation test uses .e2e/bin/codex when present,
+# e.g. after make e2e or make demo, and skips otherwise). No tests is a failure.
+PYTEST_VERSION ?= 8.3.4
+PYTEST_VENV    := build/python-test
+python-test: wheel
+	rm -rf $(PYTEST_VENV) && $(PYTHON) -m venv $(PYTEST_VENV)
+	$(PYTEST_VENV)/bin/pip install -q --disable-pip-version-check "pytest==$(PYTEST_VERSION)" dist/pvisor-*.whl
+	cd python/tests && env -u PVISOR_BIN PVISOR_REPO=$(CURDIR) $(CURDIR)/$(PYTEST_VENV)/bin/python -m pytest -p no:cacheprovider -ra .
+
 clean:
-	rm -rf bin .demo
+	rm -rf bin .demo build dist

@@ -1,6 +1,3 @@
-// Package replay is the engine behind `pvisor replay`: it validates a
-// request, plans the boundary, runs the prefix, rebuilds the native session
-// and continues the agent, reporting everything as a result/v3.
 package replay
 
 import (
@@ -38,43 +35,69 @@ func (m Mode) String() string {
 	}
 }
 
-// Request is one replay, whether it came from flags or from a TOML file.
+// Request is one replay, whether it came from flags, a TOML file or a Go
+// program calling [Run]. Each field is the flag of the same name (Agent is
+// --agent, AfterStep --after-step, StateRoot --state-dir); the zero value of
+// a field is the flag's default.
 type Request struct {
-	Agent      string
+	// Agent is the agent that wrote the trajectory: claude-code, codex,
+	// opencode, pi, openhands, mini-swe-agent or swe-agent.
+	Agent string
+	// Trajectory is the native session file.
 	Trajectory string
 	// Instance picks one instance (instance_id) of an OpenHands
 	// evaluation output.jsonl holding several.
-	Instance  string `json:",omitempty"`
+	Instance string `json:",omitempty"`
+	// AfterStep is the boundary: steps 1..AfterStep are replayed (as
+	// `pvisor inspect` numbers them).
 	AfterStep int
 	MaxSteps  int // total action budget including the prefix; 0 = no limit
 	// MaxStepsSet says max_steps was given, so an explicit 0 is refused as
 	// pVisor refuses it rather than read as "no limit".
-	MaxStepsSet            bool `json:",omitempty"`
-	Mode                   Mode
+	MaxStepsSet bool `json:",omitempty"`
+	// Mode is how far the run goes: Continue (default), ReplayOnly or
+	// PrepareOnly.
+	Mode Mode
+	// AllowStaleObservations reuses the recorded results of tools the
+	// replay cannot run (the result is then degraded) instead of failing.
 	AllowStaleObservations bool
-	BoundaryUserPrompt     string
+	// BoundaryUserPrompt is a user message appended after the boundary
+	// observation; only its length and SHA-256 are recorded.
+	BoundaryUserPrompt string
 	// BoundaryUserPromptFile is a prompt file for the boundary prompt
 	// instead of BoundaryUserPrompt: its {{KEY}} placeholders come from
 	// PromptArgs and the built-ins, its !`command` expressions run in the
 	// workspace before the agent starts (see replay/prompt).
 	BoundaryUserPromptFile string       `json:",omitempty"`
 	PromptArgs             []prompt.Arg `json:",omitempty"`
-	RunID                  string
-	SessionID              string
-	Workspace              string
-	StateRoot              string
-	OutputRoot             string
-	AgentEntrypoint        string
+	// RunID names the run's state and output dirs (default replay-<uuid>).
+	RunID string
+	// SessionID is sent upstream as X-LiteLLM-Session-ID (default: RunID).
+	SessionID string
+	// Workspace is the directory the tools run in (default: the current one).
+	Workspace string
+	// StateRoot and OutputRoot hold the run's StateRoot/RunID and
+	// OutputRoot/RunID (default DefaultStateRoot, DefaultOutputRoot).
+	StateRoot  string
+	OutputRoot string
+	// AgentEntrypoint is the agent CLI continued (default: found on PATH).
+	AgentEntrypoint string
 	// AgentRuntime is a directory holding sandbox-playback-agent.json,
 	// which names the entrypoint and its version (pVisor's --agent-runtime).
 	AgentRuntime string `json:",omitempty"`
-	AgentArgs    []string
+	// AgentArgs are extra native arguments for the agent CLI.
+	AgentArgs []string
 	// DisallowedTools are Claude Code tools the continued agent may not
 	// use (--disallowedTools), as pVisor's agent.disallowed_tools.
-	DisallowedTools      []string `json:",omitempty"`
+	DisallowedTools []string `json:",omitempty"`
+	// AllowUntestedVersion runs a CLI outside the tested range (degraded).
 	AllowUntestedVersion bool
-	DisableThinking      bool
-	Upstream             string
+	// DisableThinking turns the model's thinking off, as pVisor maps it.
+	DisableThinking bool
+	// Upstream is where the continued agent's model requests go: recorded,
+	// anthropic, openai-responses or openai-chat (default: the agent's own
+	// protocol).
+	Upstream string
 	// UpstreamModel is the model name sent to an openai-chat upstream that
 	// serves Claude Code (whose own model names such servers do not know).
 	UpstreamModel string

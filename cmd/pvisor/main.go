@@ -105,5 +105,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// version is set at build time with -ldflags "-X main.version=…".
+// version is stamped at build time (make build: -ldflags "-X main.version=…",
+// from the VERSION file and git describe); "dev" only for a plain go build.
 var version = "dev"
