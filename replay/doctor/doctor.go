@@ -183,6 +183,11 @@ func check(ctx context.Context, o Options, agent string, explicit bool) (row Row
 	res, err := runCheck(ctx, o, agent, entry, &row)
 	if err != nil {
 		row.Status, row.ExitCode, row.Error = StatusFailed, 50, err.Error()
+		// A CLI that is not this agent, or cannot run here, is refused
+		// with its own category (11), not as pvisor's failure.
+		if f := (*replay.Failure)(nil); errors.As(err, &f) {
+			row.ExitCode = result.ExitCode(&result.Failure{Category: f.Category, Message: f.Message})
+		}
 		return row
 	}
 	fill(&row, res)
