@@ -34,10 +34,14 @@ Flags:
 `
 
 type inspectJSON struct {
-	Agent     string               `json:"agent"`
-	Version   string               `json:"version"`
-	SessionID string               `json:"session_id"`
-	TornTail  *trajectory.TornTail `json:"torn_tail,omitempty"`
+	Agent   string `json:"agent"`
+	Version string `json:"version"`
+	// MinVersion and BeforeVersion date a file that records no version
+	// by what it holds (Pi).
+	MinVersion    string               `json:"min_version,omitempty"`
+	BeforeVersion string               `json:"before_version,omitempty"`
+	SessionID     string               `json:"session_id"`
+	TornTail      *trajectory.TornTail `json:"torn_tail,omitempty"`
 	// JoinedLines are lines holding several records with no newline
 	// between them; the agent's loader skips them, and so does pvisor.
 	JoinedLines []trajectory.JoinedLine `json:"joined_lines,omitempty"`
@@ -134,7 +138,7 @@ func decodeForInspect(path, agent, instance string) (*trajectory.Trajectory, int
 }
 
 func toInspectJSON(t *trajectory.Trajectory) inspectJSON {
-	out := inspectJSON{Agent: t.Agent, Version: t.Version, SessionID: t.SessionID, TornTail: t.TornTail, JoinedLines: t.Joined, Steps: []inspectStep{}}
+	out := inspectJSON{Agent: t.Agent, Version: t.Version, MinVersion: t.MinVersion, BeforeVersion: t.BeforeVersion, SessionID: t.SessionID, TornTail: t.TornTail, JoinedLines: t.Joined, Steps: []inspectStep{}}
 	for i := range t.Actions {
 		a := &t.Actions[i]
 		s := inspectStep{Complete: a.Complete(), NativeLocator: a.Locator, Text: a.Text, ToolCalls: []inspectCall{}}
@@ -154,6 +158,14 @@ func printInspectTable(w io.Writer, out inspectJSON) {
 	version := out.Version
 	if version == "" {
 		version = "version unknown"
+		switch {
+		case out.MinVersion != "" && out.BeforeVersion != "":
+			version += fmt.Sprintf(" (its records: >=%s <%s)", out.MinVersion, out.BeforeVersion)
+		case out.MinVersion != "":
+			version += fmt.Sprintf(" (its records: >=%s)", out.MinVersion)
+		case out.BeforeVersion != "":
+			version += fmt.Sprintf(" (its records: <%s)", out.BeforeVersion)
+		}
 	}
 	fmt.Fprintf(w, "%s %s, session %s, %d steps\n", out.Agent, version, orDash(out.SessionID), countSteps(out))
 	if out.TornTail != nil {
