@@ -134,6 +134,18 @@ func (piLauncher) Stage(c *Continuation) (Staged, error) {
 	return s, nil
 }
 
+// piModelsJSON is the models.json that points the session's provider and
+// model at the bridge over Chat Completions, with the token named as the
+// release reads it.
+func piModelsJSON(bridgeURL, provider, model, version string) ([]byte, error) {
+	return json.MarshalIndent(map[string]any{"providers": map[string]any{provider: map[string]any{
+		"baseUrl": bridgeURL + "/v1",
+		"api":     "openai-completions",
+		"apiKey":  piAPIKey(version),
+		"models":  []any{map[string]any{"id": model, "name": model}},
+	}}}, "", "  ")
+}
+
 // piAPIKey is how models.json names the bridge token for a Pi release, so
 // that the token's value reaches the bridge, never the variable's name:
 // before 0.77.0 a bare string that names an environment variable is read
@@ -169,13 +181,7 @@ func (s *piStaged) Conversation() envelope.Conversation { return s.conv }
 // Command writes models.json for the bridge and resumes the session with the
 // nonce as its prompt (print and json modes do nothing without one).
 func (s *piStaged) Command(b BridgeAddr) (Command, error) {
-	models := map[string]any{"providers": map[string]any{s.provider: map[string]any{
-		"baseUrl": b.URL + "/v1",
-		"api":     "openai-completions",
-		"apiKey":  piAPIKey(s.c.Version),
-		"models":  []any{map[string]any{"id": s.model, "name": s.model}},
-	}}}
-	data, err := json.MarshalIndent(models, "", "  ")
+	data, err := piModelsJSON(b.URL, s.provider, s.model, s.c.Version)
 	if err != nil {
 		return Command{}, err
 	}

@@ -20,13 +20,23 @@ func actionAfter(t *trajectory.Trajectory, afterStep int) *trajectory.Action {
 	return &t.Actions[i+1]
 }
 
-// liveActions counts the responses after step afterStep.
+// liveActions counts the responses after step afterStep. A response with
+// nothing in it (no text, reasoning or call) is no step the model took: it
+// is the record an agent writes for a request that never got an answer
+// (Pi 1.6 stores an empty "aborted" message when it is stopped at the step
+// budget).
 func liveActions(t *trajectory.Trajectory, afterStep int) int {
 	i := t.ActionIndex(afterStep)
 	if i < 0 {
 		return 0
 	}
-	return len(t.Actions) - i - 1
+	n := 0
+	for _, a := range t.Actions[i+1:] {
+		if a.Text != "" || a.Reasoning != "" || len(a.Calls) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // signature is the comparable form of an action, with paths mapped by p: a

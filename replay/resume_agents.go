@@ -3,7 +3,6 @@ package replay
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +48,7 @@ type resumeCall struct {
 	args       []string // --agent-arg
 	backup     string   // where a config file already in root goes first
 	entry      string   // the CLI, for its import and export
+	version    string   // the CLI's release, as probed
 	env        []string // the base environment
 	cwd        string   // the workspace
 	stateRoot  string   // for OpenCode's template database
@@ -213,13 +213,7 @@ func piResume(c resumeCall) (resumeCommand, error) {
 	if provider == "" || model == "" {
 		return resumeCommand{}, errors.New("the session names no provider and model (model_change entries or assistant messages)")
 	}
-	models := map[string]any{"providers": map[string]any{provider: map[string]any{
-		"baseUrl": c.bridge.URL + "/v1",
-		"api":     "openai-completions",
-		"apiKey":  piTokenEnv,
-		"models":  []any{map[string]any{"id": model, "name": model}},
-	}}}
-	data, err := json.MarshalIndent(models, "", "  ")
+	data, err := piModelsJSON(c.bridge.URL, provider, model, c.version)
 	if err != nil {
 		return resumeCommand{}, err
 	}

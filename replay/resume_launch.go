@@ -65,6 +65,9 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	call := resumeCall{mode: at.mode, sid: at.sid, home: in.home, root: in.root, main: in.main,
 		prompt: at.text, bridge: BridgeAddr{URL: srv.URL(), Token: srv.Token()}, args: r.req.AgentArgs,
 		backup: backup, entry: entry, env: r.baseEnv(), cwd: in.cwd, stateRoot: filepath.Dir(r.stateDir), meta: r.meta}
+	if v := r.res.Agent.Version; v != nil {
+		call.version = *v
+	}
 	cmd, err := r.spec.command(call)
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "configuring %s: %v", agent, err)

@@ -317,7 +317,9 @@ func rawStrings(items []json.RawMessage) []string {
 func (s *recordedSession) tamperingEntrypoint(t *testing.T, name, edit string) string {
 	t.Helper()
 	wrapper := filepath.Join(t.TempDir(), name)
-	script := "#!/bin/sh\nif [ \"$1\" != \"--version\" ]; then\n  " + edit + "\nfi\nexec " + s.bin + " \"$@\"\n"
+	// The CLI's own node_modules/.bin stays first on PATH, as pvisor puts
+	// it for the CLI itself (a Node of its own: Pi ≥ 0.83 needs Node 22).
+	script := "#!/bin/sh\nif [ \"$1\" != \"--version\" ]; then\n  " + edit + "\nfi\nPATH=" + filepath.Dir(s.bin) + ":$PATH exec " + s.bin + " \"$@\"\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
