@@ -74,7 +74,7 @@ func bigCodex(tb testing.TB, src string, size int64) string {
 
 // bigPi repeats a Pi session's entries after its one header line.
 func bigPi(tb testing.TB, src string, size int64) string {
-	return bigRepeat(tb, "pi", src, size, true)
+	return bigRepeat(tb, "pi-"+filepath.Base(src), src, size, true)
 }
 
 // bigOpenCode repeats an OpenCode run-event stream.
@@ -209,6 +209,7 @@ const (
 	claudeSample   = "../../testdata/trajectories/claude-code/ccviewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
 	codexSample    = "../../testdata/trajectories/codex/codemie_rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
 	piSample       = "../../testdata/trajectories/pi/pimono_before-compaction.jsonl"
+	piEventsSample = "../../testdata/e2e/sessions/pi@1.6.0/stdout.jsonl" // `pi --mode json`, its header once
 	openCodeSample = "../opencode/testdata/ortus_run_session2.jsonl"
 )
 

@@ -30,16 +30,17 @@ import (
 func BenchmarkPrepareOnly(b *testing.B) {
 	bin := buildPvisor(b)
 	for _, tc := range []struct {
-		agent string
-		gen   func(testing.TB, string, int64) string
-		src   string
+		name, agent string
+		gen         func(testing.TB, string, int64) string
+		src         string
 	}{
-		{trajectory.ClaudeCode, bigClaude, claudeSample},
-		{trajectory.Codex, bigCodex, codexSample},
-		{trajectory.OpenCode, bigOpenCode, openCodeSample},
-		{trajectory.Pi, bigPi, piSample},
+		{trajectory.ClaudeCode, trajectory.ClaudeCode, bigClaude, claudeSample},
+		{trajectory.Codex, trajectory.Codex, bigCodex, codexSample},
+		{trajectory.OpenCode, trajectory.OpenCode, bigOpenCode, openCodeSample},
+		{trajectory.Pi, trajectory.Pi, bigPi, piSample},
+		{"pi-events", trajectory.Pi, bigPi, piEventsSample},
 	} {
-		b.Run(tc.agent, func(b *testing.B) {
+		b.Run(tc.name, func(b *testing.B) {
 			path := tc.gen(b, tc.src, bigTarget)
 			var wc, pv, wcCPU, pvCPU, old []time.Duration
 			var rss, oldRSS int64

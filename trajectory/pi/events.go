@@ -20,9 +20,23 @@ var sessionEntryTypes = map[string]bool{
 // message_end is used when present, turn_end fills in what a trimmed stream
 // lacks, agent_end is ignored. tool_execution_end results and toolResult
 // messages of one call merge.
-func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*trajectory.Trajectory, error) {
+//
+// With a limit (DecodePrefix) the responses after that step are dropped as
+// the next one begins, and once the boundary is settled messages are parsed
+// lean (checked, nothing kept): memory stays that of the prefix, however
+// long the stream.
+func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options, limit int) (*trajectory.Trajectory, error) {
 	t := newTrajectory(h, SubFormatEvents)
 	k := newLinker(t, true)
+	cut := trajectory.Cutter{Limit: limit}
+	// begin settles every earlier response (a new turn's assistant message
+	// comes after the previous turn_end, which carries its results).
+	begin := func(m *message, loc trajectory.Locator) {
+		k.finish()
+		k.cur = -1 // settled, and maybe dropped
+		cut.Settle(t, nil)
+		k.assistant(m, loc)
+	}
 	var start trajectory.Locator // message_start of the assistant message being streamed
 	turnAction := -1             // the Action of the current turn, once known
 	for ok := true; ok; ok = jr.Next() {
@@ -46,7 +60,7 @@ func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*traject
 				start = loc
 			}
 		case "message_end":
-			m, ok, problem := parseMessage(rec.Get("message"), loc, opts.SkipObservationContent, false)
+			m, ok, problem := parseMessage(rec.Get("message"), loc, opts.SkipObservationContent || cut.Done(), cut.Done())
 			if problem != "" {
 				return nil, trajectory.Errorf(ln.N, "message_end: %s", problem)
 			}
@@ -54,7 +68,7 @@ func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*traject
 				continue
 			}
 			if m.role == "assistant" {
-				k.assistant(&m, start.Extend(loc))
+				begin(&m, start.Extend(loc))
 				start = trajectory.Locator{}
 				turnAction = k.cur
 				continue
@@ -69,7 +83,7 @@ func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*traject
 			}
 			m := message{role: "toolResult", callID: id.Str, toolName: rec.Get("toolName").Str,
 				isError: rec.Get("isError").Bool()}
-			if !opts.SkipObservationContent {
+			if !opts.SkipObservationContent && !cut.Done() {
 				m.content = contentText(rec.Get("result.content"))
 			}
 			if problem := k.result(&m, loc); problem != "" {
@@ -77,14 +91,14 @@ func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*traject
 			}
 		case "turn_end":
 			if turnAction < 0 {
-				m, ok, problem := parseMessage(rec.Get("message"), loc, opts.SkipObservationContent, false)
+				m, ok, problem := parseMessage(rec.Get("message"), loc, opts.SkipObservationContent || cut.Done(), cut.Done())
 				if problem != "" {
 					return nil, trajectory.Errorf(ln.N, "turn_end: %s", problem)
 				}
 				if !ok || m.role != "assistant" {
 					return nil, trajectory.Errorf(ln.N, "turn_end carries no assistant message")
 				}
-				k.assistant(&m, loc)
+				begin(&m, loc)
 				turnAction = k.cur
 			} else {
 				a := &t.Actions[turnAction]
@@ -92,7 +106,7 @@ func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*traject
 			}
 			var problem string
 			rec.Get("toolResults").ForEach(func(_, r gjson.Result) bool {
-				m, ok, p := parseMessage(r, loc, opts.SkipObservationContent, false)
+				m, ok, p := parseMessage(r, loc, opts.SkipObservationContent || cut.Done(), cut.Done())
 				switch {
 				case p != "":
 					problem = p
@@ -113,6 +127,7 @@ func decodeEvents(jr *jsonl.Reader, h header, opts trajectory.Options) (*traject
 		return nil, err
 	}
 	k.finish()
+	cut.Settle(t, nil)
 	t.TornTail, t.Lines = jr.Torn(), jr.Lines()
 	t.NumberSteps()
 	return t, nil

@@ -115,9 +115,9 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 	return decode(r, nil, opts, 0)
 }
 
-// DecodePrefix is Decode keeping only the responses up to step afterStep
-// of a session file (an event stream is decoded whole); the prefix of a
-// tree session is read again from src once its branch is known.
+// DecodePrefix is Decode keeping only the responses up to step afterStep;
+// the prefix of a tree session is read again from src once its branch is
+// known.
 func (format) DecodePrefix(r io.Reader, src io.ReaderAt, opts trajectory.Options, afterStep int) (*trajectory.Trajectory, error) {
 	return decode(r, src, opts, afterStep)
 }
@@ -164,7 +164,7 @@ func decode(r io.Reader, src io.ReaderAt, opts trajectory.Options, limit int) (*
 		return nil, trajectory.Errorf(ln.N, "not a pi session file or event stream: first record has type %q", clip(typ.String()))
 	}
 	if eventTypes[typ.Str] {
-		return decodeEvents(jr, h, opts)
+		return decodeEvents(jr, h, opts, limit)
 	}
 	return decodeSession(jr, h, opts, src, limit)
 }
