@@ -124,25 +124,7 @@ func (s *session) grepRg(ctx context.Context, rg string, args gjson.Result, real
 	}
 	tr := truncateHead(strings.Join(lines, "\n"), maxSafeInteger, defaultMaxBytes, false)
 	tr.TotalLines, tr.TotalBytes = outCount, outBytes-1
-	text := tr.Content
-	var notices []string
-	var o jsObject
-	if limitReached {
-		notices = append(notices, fmt.Sprintf("%d matches limit reached. Use limit=%d for more, or refine pattern", limit, limit*2))
-		o.num("matchLimitReached", limit)
-	}
-	if tr.Truncated {
-		notices = append(notices, formatSize(defaultMaxBytes)+" limit reached")
-		o.raw("truncation", string(tr.appendJSON(nil)))
-	}
-	if cut {
-		notices = append(notices, fmt.Sprintf("Some lines truncated to %d chars. Use read tool to see full lines", grepMaxLineLength))
-		o.boolean("linesTruncated", true)
-	}
-	if len(notices) > 0 {
-		text += "\n\n[" + strings.Join(notices, ". ") + "]"
-	}
-	return result{text: text, details: o.native()}, nil
+	return grepResult(tr, limitReached, limit, cut), nil
 }
 
 // rgText is a ripgrep JSON text: {"text": …}, or {"bytes": base64} for

@@ -354,6 +354,12 @@ func (s *session) grep(ctx context.Context, args gjson.Result, logPath string) (
 		}
 	}
 	tr := truncateHead(strings.Join(out, "\n"), maxSafeInteger, defaultMaxBytes, s.sem.trailingNewlineLine)
+	return grepResult(tr, limitReached, limit, cut), nil
+}
+
+// grepResult is the kept output with pi's notices (match limit, byte cap,
+// cut lines) and the details that record them.
+func grepResult(tr truncation, limitReached bool, limit int, cut bool) result {
 	text := tr.Content
 	var notices []string
 	var o jsObject
@@ -372,7 +378,7 @@ func (s *session) grep(ctx context.Context, args gjson.Result, logPath string) (
 	if len(notices) > 0 {
 		text += "\n\n[" + strings.Join(notices, ". ") + "]"
 	}
-	return result{text: text, details: o.native()}, nil
+	return result{text: text, details: o.native()}
 }
 
 // grepFallback approximates rg when it is not installed, with run.Grep
