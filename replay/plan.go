@@ -126,7 +126,7 @@ func BuildPlan(req *Request) (*Plan, error) {
 	opts := trajectory.Options{SkipObservationContent: req.Mode == PrepareOnly, Instance: req.Instance}
 	format, ok := lookupFormat(req.Agent)
 	if !ok {
-		return nil, fail(result.ConfigurationError, "unknown agent %q (supported: %s)", req.Agent, strings.Join(agentNames(), ", "))
+		return nil, fail(result.ConfigurationError, "unknown agent %q (supported: %s)%s", req.Agent, strings.Join(agentNames(), ", "), agents.DidYouMean(req.Agent))
 	}
 	f, size, err := OpenTrajectory(req.Trajectory)
 	if err != nil {

@@ -25,15 +25,14 @@ Flags:
 
 func cmdFakeModel(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("fake-model", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, fakeModelUsage); fs.PrintDefaults() }
 	script := fs.String("script", "", "reply script `file` (JSON)")
 	addr := fs.String("addr", "127.0.0.1:0", "loopback `address` to listen on")
 	logPath := fs.String("log", "", "append every request to this `file`")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, fakeModelUsage, args, stdout); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
 		}
+		fmt.Fprintf(stderr, "pvisor fake-model: %v\n", err)
 		return 2
 	}
 	if *script == "" {

@@ -63,7 +63,7 @@ Flags:
 `
 
 func cmdReplay(args []string, stdout, stderr io.Writer) int {
-	req, err := parseReplayArgs(args, stderr)
+	req, err := parseReplayArgs(args, stdout)
 	if err == pflag.ErrHelp {
 		return 0
 	}
@@ -121,7 +121,8 @@ func cmdReplayChild(stdout, stderr io.Writer) int {
 
 // parseReplayArgs turns flags, or a --config file, into a request. On an
 // error the request still carries whatever was parsed, for the result.
-func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
+// --help prints to stdout.
+func parseReplayArgs(args []string, stdout io.Writer) (*replay.Request, error) {
 	req := &replay.Request{}
 	fs := pflag.NewFlagSet("replay", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -163,16 +164,14 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	help := fs.BoolP("help", "h", false, "show this help")
 
 	if err := fs.Parse(args); err != nil {
-		return req, fmt.Errorf("%v (see 'pvisor replay --help')", err)
+		return req, fmt.Errorf("%v (see 'pvisor replay --help')", flagError(fs, err))
 	}
 	req.Progress = progressAuto
 	if *quiet {
 		req.Progress = replay.ProgressOff
 	}
 	if *help {
-		fmt.Fprint(stderr, replayUsage)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
+		printHelp(stdout, replayUsage, fs)
 		return req, pflag.ErrHelp
 	}
 	if fs.NArg() > 0 {

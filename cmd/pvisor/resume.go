@@ -88,8 +88,6 @@ func cmdResume(args []string, stdout, stderr io.Writer) int {
 // cmdSessionRun is resume and fork: the same flags, another mode.
 func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet(mode, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	req := &replay.SessionRequest{Mode: mode}
 	var home string
 	var promptArgs, signals []string
@@ -130,7 +128,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "pvisor %s: %s\n", mode, res.Failure.Message)
 		return result.ExitCode(res.Failure)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, usage, args, stdout); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
 		}
