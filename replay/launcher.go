@@ -186,7 +186,7 @@ func Entrypoint(explicit, binary, path string) (string, string, error) {
 			return p, result.LaunchPath, nil
 		}
 	}
-	return "", "", fail(result.ConfigurationError, "%s not found on PATH; install it or pass --agent-entrypoint", binary)
+	return "", "", fail(result.ConfigurationError, "%s not found on PATH; install it (testdata/e2e/install-clis.sh installs the tested releases into .e2e/; 'pvisor doctor' checks what is installed) or pass --agent-entrypoint PATH", binary)
 }
 
 // checkVersion applies the tested range: outside it the run is refused unless

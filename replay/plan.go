@@ -195,6 +195,9 @@ func BuildPlan(req *Request) (*Plan, error) {
 		if len(p.Stale) > 1 {
 			more = fmt.Sprintf(" (and %d more)", len(p.Stale)-1)
 		}
+		if s.EndsEpisode {
+			return nil, fail(result.UnsupportedAgent, "%v%s, so no replay can go past it; choose an earlier --after-step (at most %d)", s, more, s.Step-1)
+		}
 		return nil, fail(result.UnsupportedAgent, "%v%s; choose an earlier --after-step, or pass --allow-stale-observations to reuse the recorded observation (quality becomes degraded)", s, more)
 	}
 	m := Manifest{

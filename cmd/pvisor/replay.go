@@ -200,6 +200,13 @@ func parseReplayArgs(args []string, stdout io.Writer) (*replay.Request, error) {
 		}
 		return r, err
 	}
+	if !fs.Changed("after-step") {
+		hint := "'pvisor inspect FILE'"
+		if req.Trajectory != "" {
+			hint = "'pvisor inspect " + req.Trajectory + "'"
+		}
+		return req, fmt.Errorf("--after-step N is required: the replay re-runs steps 1..N (%s lists the steps)", hint)
+	}
 	req.MaxStepsSet = fs.Changed("max-steps")
 	pargs, err := prompt.ParseArgs(*promptArgs)
 	if err != nil {
