@@ -30,9 +30,14 @@ func (r *run) writePlan() error {
 	if _, err := r.nativeArtifact(nativePrepared, trajectory.PrefixExt(p.Format, p.Trajectory), buf.Bytes()); err != nil {
 		return fail(result.WorkspaceError, "prepared prefix: %v", err)
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	if err := r.journal.Append(result.EventSessionPrepared, map[string]any{"sha256": hex.EncodeToString(sum[:])}); err != nil {
-		return journalErr(err)
+	if r.req.Mode == PrepareOnly {
+		// pVisor journals the prepared prefix as session_rebuilt with
+		// prepared_only; a replay journals session_rebuilt once, when the
+		// session holds the fresh observations.
+		sum := sha256.Sum256(buf.Bytes())
+		if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"prepared_only": true, "sha256": hex.EncodeToString(sum[:])}); err != nil {
+			return journalErr(err)
+		}
 	}
 
 	r.res.Metadata["replay_only_execution"] = r.req.Mode == ReplayOnly

@@ -256,7 +256,7 @@ func TestContractJournal(t *testing.T) {
 		names = append(names, e.Data.Name)
 		payloads[e.Data.Name] = e.Data.Payload
 	}
-	want := []string{"run_started", "plan_validated", "session_prepared", "tool_started", "tool_finished", "session_rebuilt", "run_finished"}
+	want := []string{"run_started", "plan_validated", "tool_started", "tool_finished", "session_rebuilt", "run_finished"}
 	if d := cmp.Diff(want, names); d != "" {
 		t.Errorf("event names (-want +got):\n%s", d)
 	}
