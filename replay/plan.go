@@ -73,14 +73,16 @@ type Boundary struct {
 	ToolCalls         int  `json:"tool_calls"`
 }
 
-// ManifestBatch is one step of the prefix. NativeLocator is a string, as
-// in pVisor's manifest ("lines 4-7", "events 3-6"); Locator is ours, with
-// the unit, the record range and the byte range.
+// ManifestBatch is one step of the prefix. NativeLocator is pVisor's
+// string, the 0-based range of the file's records ("events:10-17");
+// NativePosition says the same in our words ("lines 11-18"), and Locator
+// is ours, structured, with the unit, the record range and the byte range.
 type ManifestBatch struct {
-	Ordinal       int                `json:"ordinal"`
-	NativeLocator string             `json:"native_locator"`
-	Locator       trajectory.Locator `json:"locator"`
-	ToolCalls     []ManifestCall     `json:"tool_calls"`
+	Ordinal        int                `json:"ordinal"`
+	NativeLocator  string             `json:"native_locator"`
+	NativePosition string             `json:"native_position"`
+	Locator        trajectory.Locator `json:"locator"`
+	ToolCalls      []ManifestCall     `json:"tool_calls"`
 }
 
 // ManifestCall is one call to re-run.
@@ -212,7 +214,7 @@ func BuildPlan(req *Request) (*Plan, error) {
 		if a.Step > req.AfterStep {
 			break
 		}
-		b := ManifestBatch{Ordinal: a.Step, NativeLocator: a.Locator.String(), Locator: a.Locator}
+		b := ManifestBatch{Ordinal: a.Step, NativeLocator: pvisorLocator(a.Locator), NativePosition: a.Locator.String(), Locator: a.Locator}
 		for i, c := range a.Calls {
 			b.ToolCalls = append(b.ToolCalls, ManifestCall{Ordinal: i + 1, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -353,3 +355,14 @@ var (
 	lookupFormat = agents.Lookup
 	agentNames   = agents.Names
 )
+
+// pvisorLocator is a step's native_locator as pVisor writes it: "events:"
+// and the 0-based, inclusive range of the records it spans. Our lines are
+// numbered from 1; array events, messages and entries from 0.
+func pvisorLocator(l trajectory.Locator) string {
+	first, last := l.First, l.Last
+	if l.Unit == "line" {
+		first, last = first-1, last-1
+	}
+	return fmt.Sprintf("events:%d-%d", first, last)
+}
