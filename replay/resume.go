@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -240,6 +241,13 @@ func (r *sessionRun) run(ctx context.Context) error {
 		first = attempt{mode: ModeResume, sid: src.childID, text: text}
 	}
 	childID, err := r.attempts(ctx, entry, in, first)
+	if f, ok := up.(*fakeUpstream); ok {
+		st := f.stats()
+		upMeta["fake_model"] = st
+		if n := st["script_exhausted"].(int); n > 0 && !f.final {
+			r.warn(fmt.Sprintf("the fake model's script ran out: %d request(s) past its %d replies got the default final text (give the script more replies, or a \"final\" of its own)", n, st["replies"]))
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,13 @@ const fakeModelUsage = `Usage: pvisor fake-model --script FILE [--addr 127.0.0.1
 
 Serves a scripted model on loopback (Anthropic Messages, OpenAI Responses and
 Chat Completions, streaming or not), for trying agents and pvisor without a
-model service. Replies come from the script in order of the assistant turns
-already in each request; every request is appended to --log as JSON.
+model service. The first request that offers tools fixes the base (the
+assistant turns its conversation already holds, so a resumed session gets
+the script from its start); reply i then answers a conversation of base+i
+turns, so retries get the same reply. A request past the last reply gets
+the script's "final" text, a warning on stderr and "script_exhausted" in
+the log. Ids are this server's own (a random seed per start), never those
+of an earlier server. Every request is appended to --log as JSON.
 
 Example:
     $ pvisor fake-model --script bridge/fakemodel/testdata/example-script.json --addr 127.0.0.1:8765

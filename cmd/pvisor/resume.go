@@ -154,6 +154,11 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	res := replay.RunSession(ctx, req)
 	stop()
 	stdout.Write(res.Line())
+	if ws, ok := res.Metadata["warnings"].([]string); ok {
+		for _, w := range ws {
+			fmt.Fprintf(stderr, "pvisor %s: warning: %s\n", mode, w)
+		}
+	}
 	if res.Failure != nil {
 		fmt.Fprintf(stderr, "pvisor %s: %s: %s\n", mode, res.Failure.Category, res.Failure.Message)
 	}

@@ -134,7 +134,7 @@ func (r *run) startFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logf.Close() })
-	r.fake = fakemodel.New(script, fakemodel.WithLog(logf))
+	r.fake = fakemodel.New(script, fakemodel.WithLog(logf), fakemodel.WithReplyOffset(0))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -95,9 +95,11 @@ func TestResumeForkRealCLIs(t *testing.T) {
 			turns := len(m.Script.Replies)
 			base := []string{"--agent", ra.agent, "--bundle", bundle, "--upstream", ra.upstream, "--agent-entrypoint", bin,
 				"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out"), "--idle-timeout", "2m"}
-			script := func(extra ...fakemodel.Reply) fakemodel.Script {
+			// The fake model answers a resumed session from its script's
+			// start: the replies are the turns after the resume.
+			script := func(replies ...fakemodel.Reply) fakemodel.Script {
 				s := m.Script
-				s.Replies = append(append([]fakemodel.Reply{}, m.Script.Replies...), extra...)
+				s.Replies = replies
 				s.Final = "unexpected extra turn"
 				return s
 			}
