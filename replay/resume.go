@@ -235,6 +235,12 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if err != nil {
 		return fail(result.WorkspaceError, "%v", err)
 	}
+	// The responses the session holds before the agent runs: what it
+	// holds after, less these, are the continued steps.
+	before, err := sessionActions(store.Agent(), restored.Main)
+	if err != nil {
+		r.meta["restored_session_decode_error"] = err.Error()
+	}
 	in := launchInput{home: home, root: root, cwd: restored.Cwd, main: restored.Main, up: up, upMeta: upMeta}
 	first := attempt{mode: req.Mode, sid: src.parentID, text: text}
 	if src.childID != "" {
@@ -263,6 +269,7 @@ func (r *sessionRun) run(ctx context.Context) error {
 	r.res.Artifacts = append(r.res.Artifacts, result.Artifact{Role: "native_session_bundle",
 		Format: store.Agent() + "/" + capture.Schema, Path: dir})
 	r.meta["captured_files"] = len(m.Files)
+	r.countContinued(before, dir, m)
 	r.res.AgentStatus = result.AgentCompleted
 	r.res.SetPhase(result.PhaseContinued)
 	if r.res.Metadata["quality_reasons"] == nil {
