@@ -202,6 +202,9 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"sha256": sum}); err != nil {
 		return "", journalErr(err)
 	}
+	if n, ok := launchers[p.Format.Agent()].(NativeCLINamer); ok {
+		r.res.Metadata["native_cli"] = n.NativeCLI()
+	}
 	return sum, nil
 }
 
