@@ -130,6 +130,31 @@ func TestResumeForkRealCLIs(t *testing.T) {
 				checkCaptured(t, res, m.SessionID, "README.md and NOTES.md.")
 			})
 
+			// pvisor's own fake model (--upstream fake) continues the session
+			// from its script's start with ids of its own: the continued
+			// session decodes and counts the agent's step.
+			t.Run("resume-fake-upstream", func(t *testing.T) {
+				sf := filepath.Join(t.TempDir(), "script.json")
+				data, _ := json.Marshal(fakemodel.Script{Replies: []fakemodel.Reply{{Text: "Listed. <promise>COMPLETE</promise>"}}})
+				if err := os.WriteFile(sf, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args := []string{"resume", "--agent", ra.agent, "--bundle", bundle, "--upstream", "fake", "--fake-script", sf,
+					"--agent-entrypoint", bin, "--workspace", t.TempDir(), "--prompt", next, "--run-id", "u", "--idle-timeout", "2m",
+					"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out")}
+				res, code, stderr := pvisorRun(t, pvisor, nil, args...)
+				if code != 0 {
+					t.Fatalf("resume --upstream fake: %d %s\n%s", code, res.Raw, stderr)
+				}
+				if res.Get("continued_steps").Int() < 1 || res.Get("metadata.session.continued_session_decode_error").Exists() {
+					t.Errorf("continued_steps %d, decode error %s", res.Get("continued_steps").Int(), res.Get("metadata.session.continued_session_decode_error").Raw)
+				}
+				if fm := res.Get("metadata.continuation.upstream.fake_model"); fm.Get("served").Int() != 1 {
+					t.Errorf("fake_model %s, want its one reply served", fm.Raw)
+				}
+				checkCaptured(t, res, m.SessionID, "Listed.")
+			})
+
 			t.Run("fork", func(t *testing.T) {
 				_, env := fakeOnLoopback(t, script(fakemodel.Reply{Text: "Forked. <promise>COMPLETE</promise>"}))
 				res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"fork", "--workspace", t.TempDir(), "--prompt", next, "--run-id", "f"}, base...)...)
