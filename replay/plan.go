@@ -210,11 +210,20 @@ func BuildPlan(req *Request) (*Plan, error) {
 			PrefixModelTurns: format.PrefixModelTurns(t, req.AfterStep)},
 		Batches: []ManifestBatch{},
 	}
-	for _, a := range t.Steps() {
+	var locs []string
+	if pl, ok := format.(trajectory.PvisorLocated); ok {
+		if locs, err = pl.PvisorLocators(io.NewSectionReader(f, 0, size), size, t, req.AfterStep); err != nil {
+			return nil, decodeFailure(req.Trajectory, err)
+		}
+	}
+	for i, a := range t.Steps() {
 		if a.Step > req.AfterStep {
 			break
 		}
 		b := ManifestBatch{Ordinal: a.Step, NativeLocator: pvisorLocator(a.Locator), NativePosition: a.Locator.String(), Locator: a.Locator}
+		if i < len(locs) {
+			b.NativeLocator = locs[i]
+		}
 		for i, c := range a.Calls {
 			b.ToolCalls = append(b.ToolCalls, ManifestCall{Ordinal: i + 1, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -356,9 +365,11 @@ var (
 	agentNames   = agents.Names
 )
 
-// pvisorLocator is a step's native_locator as pVisor writes it: "events:"
-// and the 0-based, inclusive range of the records it spans. Our lines are
-// numbered from 1; array events, messages and entries from 0.
+// pvisorLocator is a step's native_locator as pVisor writes it for Codex
+// and OpenCode (formats with another form implement
+// trajectory.PvisorLocated): "events:" and the 0-based, inclusive range of
+// the records it spans. Our lines are numbered from 1; array events,
+// messages and entries from 0.
 func pvisorLocator(l trajectory.Locator) string {
 	first, last := l.First, l.Last
 	if l.Unit == "line" {

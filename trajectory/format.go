@@ -192,6 +192,15 @@ type StaleCall struct {
 	EndsEpisode bool
 }
 
+// PvisorLocated is implemented by formats whose steps pVisor's manifest
+// names otherwise than "events:FIRST-LAST" (the 0-based range of records
+// a step spans, as for Codex and OpenCode): the native_locator pVisor
+// writes for each of steps 1..afterStep, read from src where the format
+// needs more than the steps hold.
+type PvisorLocated interface {
+	PvisorLocators(src io.ReaderAt, size int64, t *Trajectory, afterStep int) ([]string, error)
+}
+
 // ErrEndsEpisode is wrapped by CheckReplayable errors of calls that end the
 // agent's episode (mini-swe-agent's submission, OpenHands' finish,
 // SWE-agent's submit).

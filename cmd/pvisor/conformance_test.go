@@ -175,8 +175,8 @@ func TestContractSummaryAndManifest(t *testing.T) {
 				t.Errorf("boundary %v", b)
 			}
 			batch := m["batches"].([]any)[0].(map[string]any)
-			// pVisor's 0-based record range; ours, 1-based lines, beside it.
-			if batch["native_locator"] != "events:1-2" || batch["native_position"] != "lines 2-3" || batch["ordinal"] != 1.0 {
+			// pVisor's form for Claude Code (the first assistant entry, 0-based); ours beside it.
+			if batch["native_locator"] != "event:1" || batch["native_position"] != "lines 2-3" || batch["ordinal"] != 1.0 {
 				t.Errorf("batch %v", batch)
 			}
 			call := batch["tool_calls"].([]any)[0].(map[string]any)

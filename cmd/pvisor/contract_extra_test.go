@@ -67,3 +67,45 @@ func TestContractPrefixErrorIsReduced(t *testing.T) {
 		}
 	}
 }
+
+// native_locator in each agent's form, as pVisor's manifest writes it
+// (read off pvisor-sandbox 0.3.1 on these fixtures).
+func TestContractNativeLocator(t *testing.T) {
+	fixture := func(p string) string { return "../../testdata/trajectories/" + p }
+	for _, tc := range []struct {
+		agent, file string
+		after       string
+		want        []string
+	}{
+		{"claude-code", "", "1", []string{"event:1"}}, // claudeBase: the assistant entry is line 2
+		{"codex", fixture("codex/codemie_rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"), "1", []string{"events:7-10"}},
+		{"openhands", fixture("openhands/ohands_trajs_wrong_initial_state.json"), "2", []string{"event:3", "event:5"}},
+		{"mini-swe-agent", fixture("mini-swe-agent/generated_mini-2.4.6_textbased.traj.json"), "2", []string{"messages:2", "messages:5"}},
+		{"swe-agent", fixture("swe-agent/6e44b9__sweagenttestrepo-1c2844.traj"), "2", []string{"trajectory:0", "trajectory:1"}},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			dir := t.TempDir()
+			traj := tc.file
+			if traj == "" {
+				traj = filepath.Join(dir, "s.jsonl")
+				os.WriteFile(traj, []byte(claudeBase), 0o644)
+			}
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"replay", "--prepare-only", "--agent", tc.agent, "--trajectory", traj, "--after-step", tc.after, "--run-id", "r",
+				"--state-dir", filepath.Join(dir, "st"), "--output-dir", filepath.Join(dir, "out"), "-q"}, &stdout, &stderr); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr.String())
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "out", "r", "manifest.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, b := range gjson.GetBytes(data, "batches").Array() {
+				got = append(got, b.Get("native_locator").Str)
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("native_locator %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
