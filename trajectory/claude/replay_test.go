@@ -143,7 +143,6 @@ func observations(tr *trajectory.Trajectory) []string {
 	return out
 }
 
-
 // untar extracts a .tar.gz with its modes and modification times.
 func untar(t *testing.T, archive, dir string) {
 	t.Helper()
