@@ -307,8 +307,9 @@ func TestResumeForkOpenCode(t *testing.T) {
 	db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
 	dbBefore := mustRead(t, db)
 	const next = "Now list what you changed, in one line."
+	// Each fake model plays its script from the resumed session's turns on.
 	s := m.Script
-	s.Replies = append(append([]fakemodel.Reply{}, m.Script.Replies...), fakemodel.Reply{Text: "README.md and NOTES.md. <promise>COMPLETE</promise>"})
+	s.Replies = []fakemodel.Reply{{Text: "README.md and NOTES.md. <promise>COMPLETE</promise>"}}
 	s.Final = "unexpected extra turn"
 	fake, env := fakeOnLoopback(t, s)
 	base := []string{"--agent", "opencode", "--upstream", "openai-chat", "--agent-entrypoint", bin, "--idle-timeout", "2m",
@@ -341,7 +342,7 @@ func TestResumeForkOpenCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Replies = append(s.Replies, fakemodel.Reply{Text: "Forked. <promise>COMPLETE</promise>"})
+	s.Replies = []fakemodel.Reply{{Text: "Forked. <promise>COMPLETE</promise>"}}
 	_, env = fakeOnLoopback(t, s)
 	res, code, stderr = pvisorRun(t, pvisor, env, append([]string{"fork", "--bundle", bundle, "--workspace", t.TempDir(), "--run-id", "f"}, base...)...)
 	if code != 0 {
