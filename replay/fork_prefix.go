@@ -61,6 +61,7 @@ func (r *sessionRun) prefixBundle(ctx context.Context, src *source, ws string) (
 	if r.req.PrepareOnly {
 		mode, role = PrepareOnly, RolePreparedPrefix
 	}
+	r.say("replaying steps 1..%d of %s", r.req.AfterStep, filepath.Base(src.trajectory))
 	rep := Run(ctx, &Request{Agent: agent, Trajectory: src.trajectory, AfterStep: r.req.AfterStep, Mode: mode,
 		Workspace: ws, RunID: "prefix", StateRoot: filepath.Join(r.stateDir, "prefix", "state"),
 		OutputRoot: filepath.Join(r.stateDir, "prefix", "output")})

@@ -74,6 +74,16 @@ type SessionRequest struct {
 	RunID      string
 	StateRoot  string
 	OutputRoot string
+
+	// Progress, when set, gets a line per phase ("pvisor resume: …").
+	Progress io.Writer
+}
+
+// say writes a progress line, when the request asked for them.
+func (r *sessionRun) say(format string, a ...any) {
+	if r.req.Progress != nil {
+		fmt.Fprintf(r.req.Progress, "pvisor %s: %s\n", r.req.Mode, fmt.Sprintf(format, a...))
+	}
 }
 
 // sessionRun is one resume or fork in progress.
@@ -220,6 +230,7 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.say("restored %s session %s into %s", store.Agent(), restored.Manifest.SessionID, root)
 	r.meta["restored"] = map[string]any{"bundle": bundle, "path": restored.Main, "files": len(restored.Files),
 		"origin_cwd": restored.Manifest.OriginCwd, "cwd": restored.Cwd, "cwd_rewrites": restored.Rewrites}
 	if restored.Backup != "" {
@@ -246,6 +257,11 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if src.childID != "" {
 		first = attempt{mode: ModeResume, sid: src.childID, text: text}
 	}
+	version := ""
+	if v := r.res.Agent.Version; v != nil {
+		version = " " + *v
+	}
+	r.say("continuing it with %s%s through the bridge (upstream %v)", store.Agent(), version, upMeta["kind"])
 	childID, err := r.attempts(ctx, entry, in, first)
 	if f, ok := up.(*fakeUpstream); ok {
 		st := f.stats()
@@ -270,6 +286,7 @@ func (r *sessionRun) run(ctx context.Context) error {
 		Format: store.Agent() + "/" + capture.Schema, Path: dir})
 	r.meta["captured_files"] = len(m.Files)
 	r.countContinued(before, dir, m)
+	r.say("%d live step(s); session %s captured into %s", r.res.ContinuedSteps, childID, dir)
 	r.res.AgentStatus = result.AgentCompleted
 	r.res.SetPhase(result.PhaseContinued)
 	if r.res.Metadata["quality_reasons"] == nil {

@@ -95,3 +95,19 @@ func TestForkAfterStepDriftArtifacts(t *testing.T) {
 		}
 	}
 }
+
+// A resume says what it does, a line per phase, when asked to.
+func TestResumeProgress(t *testing.T) {
+	f := newResumeFixture(t, ModeResume, `{"replies":[{"text":"Added. <promise>COMPLETE</promise>"}]}`)
+	var lines strings.Builder
+	f.req.Progress = &lines
+	if res := f.run(t); res.Failure != nil {
+		t.Fatalf("failure: %+v", res.Failure)
+	}
+	for _, want := range []string{"pvisor resume: restored codex session " + fixtureSID, "continuing it with codex ", "(upstream fake)",
+		"1 live step(s); session " + fixtureSID + " captured into "} {
+		if !strings.Contains(lines.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, lines.String())
+		}
+	}
+}

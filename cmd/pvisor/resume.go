@@ -114,6 +114,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&req.RunID, "run-id", "", "run id (default: generated)")
 	fs.StringVar(&req.StateRoot, "state-dir", replay.DefaultStateRoot, "state root")
 	fs.StringVar(&req.OutputRoot, "output-dir", replay.DefaultOutputRoot, "output root")
+	quiet := fs.BoolP("quiet", "q", false, "no progress lines on stderr")
 	if mode == replay.ModeFork {
 		fs.StringVar(&req.Trajectory, "trajectory", "", "with --after-step: the native session `file` to fork from the middle of")
 		fs.IntVar(&req.AfterStep, "after-step", 0, "fork after step `N` of --trajectory: steps 1..N replayed in the workspace, rebuilt under a new id")
@@ -145,6 +146,9 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 		return failEarly("--prompt-arg: %v", err)
 	}
 	req.Completion.Signals = signals
+	if !*quiet {
+		req.Progress = stderr
+	}
 	if req.Bundle != "" {
 		req.TargetHome = home
 	} else {
