@@ -266,7 +266,7 @@ func TestContractJournal(t *testing.T) {
 		"plan_validated":  {"profile", "tool_calls"},
 		"tool_started":    {"batch", "call_id", "tool"},
 		"tool_finished":   {"batch", "call_id", "return_code", "is_error", "duration_ms"},
-		"session_rebuilt": {"sha256"},
+		"session_rebuilt": {"prepared_only", "sha256"},
 		"run_finished":    {"status"},
 	} {
 		for _, k := range keys {

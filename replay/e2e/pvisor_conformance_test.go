@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -37,8 +38,20 @@ type prepared struct {
 
 func prepareWith(t *testing.T, argv []string) prepared {
 	t.Helper()
+	return runMode(t, "--prepare-only", argv)
+}
+
+func replayOnlyWith(t *testing.T, argv []string) prepared {
+	t.Helper()
+	return runMode(t, "--replay-only", argv)
+}
+
+// runMode runs argv (the binary, then its arguments) in mode and reads
+// what it wrote.
+func runMode(t *testing.T, mode string, argv []string) prepared {
+	t.Helper()
 	dir := t.TempDir()
-	args := append(argv[1:], "--prepare-only", "--run-id", "r",
+	args := append(append([]string{}, argv[1:]...), mode, "--run-id", "r",
 		"--state-dir", filepath.Join(dir, "state"), "--output-dir", filepath.Join(dir, "out"))
 	out, code, stderr := execPvisor(t, argv[0], nil, args...)
 	p := prepared{code: code}
@@ -202,5 +215,70 @@ func TestConformsToPvisor(t *testing.T) {
 	}
 	if compared < 20 || !slices.ContainsFunc(fixtures, func(f fixture) bool { return f.agent == "openhands" }) {
 		t.Errorf("compared %d runs: the shared fixtures are gone", compared)
+	}
+}
+
+// TestConformsToPvisorReplayOnly compares --replay-only of the recorded
+// Codex session: pVisor maps no recorded path, so both run in a fresh copy
+// of the repository at the recorded cwd, and pVisor, which probes its pinned
+// release even without a continuation, gets a stand-in that prints it.
+func TestConformsToPvisorReplayOnly(t *testing.T) {
+	theirs := pvisorSandbox(t)
+	ours := pvisorBinary(t)
+	dirs := recordingDirs(t, "codex")
+	dir := dirs[len(dirs)-1]
+	m, err := readManifest(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stand := filepath.Join(t.TempDir(), "codex")
+	if err := os.WriteFile(stand, []byte("#!/bin/sh\necho 'codex-cli 0.149.0'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	traj := filepath.Join(dir, m.Files["session"])
+	run := func(argv ...string) prepared {
+		if err := os.RemoveAll(m.RepoPath); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(m.RepoPath) })
+		if err := os.MkdirAll(m.RepoPath, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command("tar", "-xzf", filepath.Join(dir, m.Files["initial_repo"]), "-C", m.RepoPath).CombinedOutput(); err != nil {
+			t.Fatalf("unpack the initial repo: %v\n%s", err, out)
+		}
+		// After step 1, where a Codex step is the same for both (README).
+		return replayOnlyWith(t, append(argv, "--agent", "codex", "--trajectory", traj, "--after-step", "1", "--workspace", m.RepoPath))
+	}
+	p := run(theirs, "--agent-entrypoint", stand)
+	o := run(ours, "replay", "-q")
+	if p.code != 0 || o.code != 0 {
+		t.Fatalf("exit codes: pVisor %d, pvisor %d\n%v\n%v", p.code, o.code, p.result["failure"], o.result["failure"])
+	}
+	for _, k := range []string{"phase", "quality", "agent_status", "replayed_tool_calls", "failure"} {
+		if !cmp.Equal(p.result[k], o.result[k]) {
+			t.Errorf("%s: pVisor %v, pvisor %v", k, p.result[k], o.result[k])
+		}
+	}
+	// pvisor adds logs/ (the tools' full outputs) as agent_logs.
+	for _, a := range artifactSet(p.result) {
+		if !slices.Contains(artifactSet(o.result), a) {
+			t.Errorf("pvisor lacks pVisor's artifact %s", a)
+		}
+	}
+	if d := cmp.Diff(p.events, o.events); d != "" {
+		t.Errorf("journal events (-pVisor +pvisor):\n%s", d)
+	}
+	if miss := missingKeys(p.result["metadata"].(map[string]any), o.result["metadata"].(map[string]any)); len(miss) > 0 {
+		t.Errorf("metadata lacks pVisor's keys %v", miss)
+	}
+	if miss := missingKeys(p.summary, o.summary); len(miss) > 0 {
+		t.Errorf("summary lacks pVisor's keys %v", miss)
+	}
+	// pVisor's Codex replay reproduces no observation byte for byte (its
+	// results lack Codex's own header); pvisor's match once run-to-run
+	// fields are masked.
+	if o.summary["normalized_exact_observations"].(float64)+o.summary["exact_observations"].(float64) != o.result["replayed_tool_calls"].(float64) {
+		t.Errorf("pvisor summary %v: not every observation matches once masked", o.summary)
 	}
 }
