@@ -101,9 +101,11 @@ fuzz-long:
 	[ -z "$$failed" ] || { echo "fuzz findings:$$failed"; exit 1; }
 
 # End to end with the real agent CLIs from npm (installed into .e2e/, ignored)
-# in loopback-only network namespaces; needs root.
+# in loopback-only network namespaces; needs root. pVisor's own binary (PyPI
+# pvisor-sandbox) is installed beside them for the conformance test.
 e2e:
 	bash testdata/e2e/install-clis.sh >/dev/null
+	bash testdata/e2e/install-pvisor-sandbox.sh >/dev/null
 	$(GO) test -tags e2e -count=1 -timeout 40m ./replay/e2e/
 
 # The release watch: the newest release on npm/PyPI of every tested package

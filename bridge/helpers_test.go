@@ -31,7 +31,7 @@ func newFake(t testing.TB) (*fakemodel.Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm := fakemodel.New(script, fakemodel.WithClock(fixedClock))
+	fm := fakemodel.New(script, fakemodel.WithClock(fixedClock), fakemodel.WithIDSeed(""))
 	srv := httptest.NewServer(fm)
 	t.Cleanup(srv.Close)
 	return fm, srv.URL

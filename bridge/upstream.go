@@ -92,6 +92,10 @@ type HTTPUpstream struct {
 	rt        http.RoundTripper
 }
 
+// ErrNoAPIKey is wrapped by NewHTTPUpstream's error when a provider's public
+// host is configured without a key.
+var ErrNoAPIKey = errors.New("no API key")
+
 // NewHTTPUpstream checks cfg and returns the upstream. A key is required for the
 // providers' public hosts; a custom base URL (vLLM, LiteLLM, a local server) may go
 // without one.
@@ -136,8 +140,8 @@ func NewHTTPUpstream(cfg UpstreamConfig) (*HTTPUpstream, error) {
 	case cfg.Protocol != Anthropic && cfg.APIKey != "":
 		u.authName, u.authValue, u.secret = "Authorization", "Bearer "+cfg.APIKey, cfg.APIKey
 	case !custom:
-		return nil, fmt.Errorf("upstream %s: no API key for %s; set %s (the bridge's own environment, never the agent's)",
-			cfg.Protocol, base.Host, keyVar)
+		return nil, fmt.Errorf("upstream %s: %w for %s; set %s (the bridge's own environment, never the agent's)",
+			cfg.Protocol, ErrNoAPIKey, base.Host, keyVar)
 	}
 	if u.rt == nil {
 		u.rt = newTransport()

@@ -127,7 +127,7 @@ func TestContinueCompletes(t *testing.T) {
 		t.Errorf("boundary prompt metadata %v", bp)
 	}
 	events := readEvents(t, f.out("replay-events.jsonl"))
-	want := []string{"run_started", "plan_validated", "session_prepared", "tool_started", "tool_finished",
+	want := []string{"run_started", "plan_validated", "tool_started", "tool_finished",
 		"session_rebuilt", eventContinuationStarted, eventContinuationFinished, "run_finished"}
 	if d := cmp.Diff(want, events); d != "" {
 		t.Errorf("journal (-want +got):\n%s", d)

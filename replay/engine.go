@@ -48,6 +48,7 @@ type run struct {
 	// Set by replayPrefix for the continuation.
 	rebuilt []byte
 	summary *Summary
+	prefix  []byte // the native prefix, built before the run's directories
 	// Continuation state (continue.go).
 	cont     *contState
 	recorded *recorded.Upstream
@@ -103,6 +104,9 @@ func (r *run) execute(ctx context.Context) error {
 		return err
 	}
 	if err := r.loadBoundaryPrompt(ctx); err != nil {
+		return err
+	}
+	if err := r.buildPrefix(); err != nil {
 		return err
 	}
 	if err := r.allocate(); err != nil {

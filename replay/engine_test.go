@@ -156,7 +156,7 @@ func TestReplayOnlyComparesAndRebuilds(t *testing.T) {
 		t.Errorf("rebuilt session:\n%s", got)
 	}
 	events := readEvents(t, filepath.Join(out, "replay-events.jsonl"))
-	wantEv := []string{"run_started", "plan_validated", "session_prepared", "tool_started", "tool_finished", "tool_started", "tool_finished", "session_rebuilt", "run_finished"}
+	wantEv := []string{"run_started", "plan_validated", "tool_started", "tool_finished", "tool_started", "tool_finished", "session_rebuilt", "run_finished"}
 	if d := cmp.Diff(wantEv, events); d != "" {
 		t.Errorf("journal (-want +got):\n%s", d)
 	}

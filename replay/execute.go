@@ -206,8 +206,11 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	r.rebuilt = []byte(sb.String())
 	h := sha256.Sum256(r.rebuilt)
 	sum := hex.EncodeToString(h[:])
-	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"sha256": sum}); err != nil {
+	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"prepared_only": false, "sha256": sum}); err != nil {
 		return "", journalErr(err)
+	}
+	if n, ok := launchers[p.Format.Agent()].(NativeCLINamer); ok {
+		r.res.Metadata["native_cli"] = n.NativeCLI()
 	}
 	return sum, nil
 }

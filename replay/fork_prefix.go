@@ -8,6 +8,7 @@ import (
 
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/result"
+	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -36,6 +37,17 @@ func (r *sessionRun) checkPrefixSource() (*source, error) {
 	if err != nil {
 		return nil, fail(result.TrajectoryError, "--trajectory: %v", err)
 	}
+	// The boundary and the prefix's tools are checked now, before the
+	// upstream and its keys: a fork after step 9 of a 5-step session says so.
+	mode := ReplayOnly
+	if req.PrepareOnly {
+		mode = PrepareOnly
+	}
+	plan, err := BuildPlan(&Request{Agent: r.store.Agent(), Trajectory: abs, AfterStep: req.AfterStep, Mode: mode})
+	if err != nil {
+		return nil, err
+	}
+	plan.Close()
 	req.Trajectory = abs
 	return &source{trajectory: abs, hashes: map[string]string{filepath.Base(abs): sum}}, nil
 }
@@ -49,6 +61,7 @@ func (r *sessionRun) prefixBundle(ctx context.Context, src *source, ws string) (
 	if r.req.PrepareOnly {
 		mode, role = PrepareOnly, RolePreparedPrefix
 	}
+	r.say("replaying steps 1..%d of %s", r.req.AfterStep, filepath.Base(src.trajectory))
 	rep := Run(ctx, &Request{Agent: agent, Trajectory: src.trajectory, AfterStep: r.req.AfterStep, Mode: mode,
 		Workspace: ws, RunID: "prefix", StateRoot: filepath.Join(r.stateDir, "prefix", "state"),
 		OutputRoot: filepath.Join(r.stateDir, "prefix", "output")})
@@ -66,8 +79,16 @@ func (r *sessionRun) prefixBundle(ctx context.Context, src *source, ws string) (
 	}
 	rebuilt := ""
 	for _, a := range rep.Artifacts {
-		if a.Role == role {
+		switch a.Role {
+		case role:
 			rebuilt = a.Path
+		case RoleObservationComparison, RoleSummary:
+			// The prefix's drift, beside the fork's result.
+			dst := filepath.Join(r.outputDir, filepath.Base(a.Path))
+			if err := toolrun.CopyRegularFile(a.Path, dst); err != nil {
+				return "", fail(result.WorkspaceError, "copying the prefix's %s: %v", filepath.Base(a.Path), err)
+			}
+			r.res.Artifacts = append(r.res.Artifacts, result.Artifact{Role: a.Role, Format: a.Format, Path: dst})
 		}
 	}
 	if rebuilt == "" {

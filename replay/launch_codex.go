@@ -45,6 +45,8 @@ const codexTokenEnv = "PVISOR_BRIDGE_TOKEN"
 
 func (codexLauncher) Binary() string { return "codex" }
 
+func (codexLauncher) NativeCLI() string { return "codex" }
+
 // VersionShape is how `--version` prints (codex-cli 0.171.0).
 func (codexLauncher) VersionShape() *regexp.Regexp { return codexVersionShape }
 

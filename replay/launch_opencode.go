@@ -46,6 +46,8 @@ const (
 
 func (opencodeLauncher) Binary() string { return "opencode" }
 
+func (opencodeLauncher) NativeCLI() string { return "opencode" }
+
 // VersionShape is how `--version` prints (1.18.33).
 func (opencodeLauncher) VersionShape() *regexp.Regexp { return opencodeVersionShape }
 

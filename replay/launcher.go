@@ -47,6 +47,13 @@ type Launcher interface {
 	Stage(c *Continuation) (Staged, error)
 }
 
+// NativeCLINamer is implemented by launchers of the agents pVisor continues
+// with its generic native-CLI adapter (Codex, OpenCode): a replay's result
+// then carries metadata.native_cli, the agent's name, as pVisor's does.
+type NativeCLINamer interface {
+	NativeCLI() string
+}
+
 // VersionCommander is implemented by launchers whose CLI does not print its
 // version for --version (mini-swe-agent 1.x prints a banner): the argv that
 // prints it instead. Its output must match VersionShape.
@@ -186,7 +193,7 @@ func Entrypoint(explicit, binary, path string) (string, string, error) {
 			return p, result.LaunchPath, nil
 		}
 	}
-	return "", "", fail(result.ConfigurationError, "%s not found on PATH; install it or pass --agent-entrypoint", binary)
+	return "", "", fail(result.ConfigurationError, "%s not found on PATH; install it (testdata/e2e/install-clis.sh installs the tested releases into .e2e/; 'pvisor doctor' checks what is installed) or pass --agent-entrypoint PATH", binary)
 }
 
 // checkVersion applies the tested range: outside it the run is refused unless

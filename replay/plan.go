@@ -73,14 +73,16 @@ type Boundary struct {
 	ToolCalls         int  `json:"tool_calls"`
 }
 
-// ManifestBatch is one step of the prefix. NativeLocator is a string, as
-// in pVisor's manifest ("lines 4-7", "events 3-6"); Locator is ours, with
-// the unit, the record range and the byte range.
+// ManifestBatch is one step of the prefix. NativeLocator is pVisor's
+// string, the 0-based range of the file's records ("events:10-17");
+// NativePosition says the same in our words ("lines 11-18"), and Locator
+// is ours, structured, with the unit, the record range and the byte range.
 type ManifestBatch struct {
-	Ordinal       int                `json:"ordinal"`
-	NativeLocator string             `json:"native_locator"`
-	Locator       trajectory.Locator `json:"locator"`
-	ToolCalls     []ManifestCall     `json:"tool_calls"`
+	Ordinal        int                `json:"ordinal"`
+	NativeLocator  string             `json:"native_locator"`
+	NativePosition string             `json:"native_position"`
+	Locator        trajectory.Locator `json:"locator"`
+	ToolCalls      []ManifestCall     `json:"tool_calls"`
 }
 
 // ManifestCall is one call to re-run.
@@ -126,7 +128,7 @@ func BuildPlan(req *Request) (*Plan, error) {
 	opts := trajectory.Options{SkipObservationContent: req.Mode == PrepareOnly, Instance: req.Instance}
 	format, ok := lookupFormat(req.Agent)
 	if !ok {
-		return nil, fail(result.ConfigurationError, "unknown agent %q (supported: %s)", req.Agent, strings.Join(agentNames(), ", "))
+		return nil, fail(result.ConfigurationError, "unknown agent %q (supported: %s)%s", req.Agent, strings.Join(agentNames(), ", "), agents.DidYouMean(req.Agent))
 	}
 	f, size, err := OpenTrajectory(req.Trajectory)
 	if err != nil {
@@ -195,6 +197,9 @@ func BuildPlan(req *Request) (*Plan, error) {
 		if len(p.Stale) > 1 {
 			more = fmt.Sprintf(" (and %d more)", len(p.Stale)-1)
 		}
+		if s.EndsEpisode {
+			return nil, fail(result.UnsupportedAgent, "%v%s, so no replay can go past it; choose an earlier --after-step (at most %d)", s, more, s.Step-1)
+		}
 		return nil, fail(result.UnsupportedAgent, "%v%s; choose an earlier --after-step, or pass --allow-stale-observations to reuse the recorded observation (quality becomes degraded)", s, more)
 	}
 	m := Manifest{
@@ -205,11 +210,20 @@ func BuildPlan(req *Request) (*Plan, error) {
 			PrefixModelTurns: format.PrefixModelTurns(t, req.AfterStep)},
 		Batches: []ManifestBatch{},
 	}
-	for _, a := range t.Steps() {
+	var locs []string
+	if pl, ok := format.(trajectory.PvisorLocated); ok {
+		if locs, err = pl.PvisorLocators(io.NewSectionReader(f, 0, size), size, t, req.AfterStep); err != nil {
+			return nil, decodeFailure(req.Trajectory, err)
+		}
+	}
+	for i, a := range t.Steps() {
 		if a.Step > req.AfterStep {
 			break
 		}
-		b := ManifestBatch{Ordinal: a.Step, NativeLocator: a.Locator.String(), Locator: a.Locator}
+		b := ManifestBatch{Ordinal: a.Step, NativeLocator: pvisorLocator(a.Locator), NativePosition: a.Locator.String(), Locator: a.Locator}
+		if i < len(locs) {
+			b.NativeLocator = locs[i]
+		}
 		for i, c := range a.Calls {
 			b.ToolCalls = append(b.ToolCalls, ManifestCall{Ordinal: i + 1, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
@@ -350,3 +364,16 @@ var (
 	lookupFormat = agents.Lookup
 	agentNames   = agents.Names
 )
+
+// pvisorLocator is a step's native_locator as pVisor writes it for Codex
+// and OpenCode (formats with another form implement
+// trajectory.PvisorLocated): "events:" and the 0-based, inclusive range of
+// the records it spans. Our lines are numbered from 1; array events,
+// messages and entries from 0.
+func pvisorLocator(l trajectory.Locator) string {
+	first, last := l.First, l.Last
+	if l.Unit == "line" {
+		first, last = first-1, last-1
+	}
+	return fmt.Sprintf("events:%d-%d", first, last)
+}

@@ -10,6 +10,24 @@ import (
 	"github.com/pvisor/pvisor/trajectory"
 )
 
+// buildPrefix makes the native prefix in memory before the run has its
+// directories: a trajectory the agent's format cannot cut there (an
+// OpenHands replay that does not start with the user's task) fails as every
+// other trajectory error does, with pVisor's reduced object.
+func (r *run) buildPrefix() error {
+	p := r.plan
+	src, err := p.Source()
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := p.Format.WritePrefix(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep); err != nil {
+		return decodeFailure(r.req.Trajectory, err)
+	}
+	r.prefix = buf.Bytes()
+	return nil
+}
+
 // writePlan writes the manifest and the native prefix; it runs nothing.
 func (r *run) writePlan() error {
 	p := r.plan
@@ -19,20 +37,19 @@ func (r *run) writePlan() error {
 	}
 	r.artifact(RolePlan, FormatPlan, manifest)
 
-	src, err := p.Source()
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	if err := p.Format.WritePrefix(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep); err != nil {
-		return decodeFailure(r.req.Trajectory, err)
-	}
-	if _, err := r.nativeArtifact(nativePrepared, trajectory.PrefixExt(p.Format, p.Trajectory), buf.Bytes()); err != nil {
+	if _, err := r.nativeArtifact(nativePrepared, trajectory.PrefixExt(p.Format, p.Trajectory), r.prefix); err != nil {
 		return fail(result.WorkspaceError, "prepared prefix: %v", err)
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	if err := r.journal.Append(result.EventSessionPrepared, map[string]any{"sha256": hex.EncodeToString(sum[:])}); err != nil {
-		return journalErr(err)
+	prefix := r.prefix
+	r.prefix = nil // written: the run does not need it in memory any more
+	if r.req.Mode == PrepareOnly {
+		// pVisor journals the prepared prefix as session_rebuilt with
+		// prepared_only; a replay journals session_rebuilt once, when the
+		// session holds the fresh observations.
+		sum := sha256.Sum256(prefix)
+		if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"prepared_only": true, "sha256": hex.EncodeToString(sum[:])}); err != nil {
+			return journalErr(err)
+		}
 	}
 
 	r.res.Metadata["replay_only_execution"] = r.req.Mode == ReplayOnly

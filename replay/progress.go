@@ -86,6 +86,10 @@ func (p *progress) event(name string, data any) {
 	case result.EventToolStarted:
 		p.say("replaying step %v/%d: %v", d["batch"], p.steps, d["tool"])
 	case result.EventSessionRebuilt:
+		if d["prepared_only"] == true {
+			p.say("prefix prepared with the recorded observations (nothing run)")
+			break
+		}
 		p.say("session rebuilt with the fresh observations")
 	case eventContinuationStarted:
 		p.say("continuing %v %v through the bridge (upstream %v)", d["agent"], d["version"], d["upstream"])

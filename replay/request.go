@@ -10,6 +10,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/trajectory/agents"
 )
 
 // Mode selects how far a run goes.
@@ -194,7 +195,7 @@ func (r *Request) Validate() error {
 		return configErr("--instance selects an instance of an OpenHands output.jsonl; %s sessions hold one session per file", r.Agent)
 	}
 	if _, ok := lookupFormat(r.Agent); !ok {
-		return configErr("unknown agent %q (supported: %s)", r.Agent, strings.Join(agentNames(), ", "))
+		return configErr("unknown agent %q (supported: %s)%s", r.Agent, strings.Join(agentNames(), ", "), agents.DidYouMean(r.Agent))
 	}
 	switch r.Overlay.Commit {
 	case "", "manual", "apply", "drop":

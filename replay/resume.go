@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -73,6 +74,16 @@ type SessionRequest struct {
 	RunID      string
 	StateRoot  string
 	OutputRoot string
+
+	// Progress, when set, gets a line per phase ("pvisor resume: …").
+	Progress io.Writer
+}
+
+// say writes a progress line, when the request asked for them.
+func (r *sessionRun) say(format string, a ...any) {
+	if r.req.Progress != nil {
+		fmt.Fprintf(r.req.Progress, "pvisor %s: %s\n", r.req.Mode, fmt.Sprintf(format, a...))
+	}
 }
 
 // sessionRun is one resume or fork in progress.
@@ -220,6 +231,7 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.say("restored %s session %s into %s", store.Agent(), restored.Manifest.SessionID, root)
 	r.meta["restored"] = map[string]any{"bundle": bundle, "path": restored.Main, "files": len(restored.Files),
 		"origin_cwd": restored.Manifest.OriginCwd, "cwd": restored.Cwd, "cwd_rewrites": restored.Rewrites}
 	if restored.Backup != "" {
@@ -235,12 +247,30 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if err != nil {
 		return fail(result.WorkspaceError, "%v", err)
 	}
+	// The responses the session holds before the agent runs: what it
+	// holds after, less these, are the continued steps.
+	before, err := sessionActions(store.Agent(), restored.Main)
+	if err != nil {
+		r.meta["restored_session_decode_error"] = err.Error()
+	}
 	in := launchInput{home: home, root: root, cwd: restored.Cwd, main: restored.Main, up: up, upMeta: upMeta}
 	first := attempt{mode: req.Mode, sid: src.parentID, text: text}
 	if src.childID != "" {
 		first = attempt{mode: ModeResume, sid: src.childID, text: text}
 	}
+	version := ""
+	if v := r.res.Agent.Version; v != nil {
+		version = " " + *v
+	}
+	r.say("continuing it with %s%s through the bridge (upstream %v)", store.Agent(), version, upMeta["kind"])
 	childID, err := r.attempts(ctx, entry, in, first)
+	if f, ok := up.(*fakeUpstream); ok {
+		st := f.stats()
+		upMeta["fake_model"] = st
+		if n := st["script_exhausted"].(int); n > 0 && !f.final {
+			r.warn(fmt.Sprintf("the fake model's script ran out: %d request(s) past its %d replies got the default final text (give the script more replies, or a \"final\" of its own)", n, st["replies"]))
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -256,6 +286,8 @@ func (r *sessionRun) run(ctx context.Context) error {
 	r.res.Artifacts = append(r.res.Artifacts, result.Artifact{Role: "native_session_bundle",
 		Format: store.Agent() + "/" + capture.Schema, Path: dir})
 	r.meta["captured_files"] = len(m.Files)
+	r.countContinued(before, dir, m)
+	r.say("%d live step(s); session %s captured into %s", r.res.ContinuedSteps, childID, dir)
 	r.res.AgentStatus = result.AgentCompleted
 	r.res.SetPhase(result.PhaseContinued)
 	if r.res.Metadata["quality_reasons"] == nil {

@@ -268,8 +268,8 @@ func TestResumeCompletionTimeout(t *testing.T) {
 // TestResumeStructuredRetry: the first answer's tag is malformed; the
 // session is resumed with what was wrong and the second answer is used.
 func TestResumeStructuredRetry(t *testing.T) {
-	// The synthetic rollout holds four assistant turns.
-	replies := `{"replies":[{"text":"x"},{"text":"x"},{"text":"x"},{"text":"x"},
+	// The fake model plays its script from the resumed session's turns on.
+	replies := `{"replies":[
 		{"text":"Here: <result>{\"ok\": tru"},
 		{"text":"<result>{\"ok\": true}</result> <promise>COMPLETE</promise>"}]}`
 	schema := filepath.Join(t.TempDir(), "schema.json")

@@ -56,7 +56,25 @@ func (r *sessionRun) upstream() (bridge.Upstream, map[string]any, error) {
 // provider.
 type fakeUpstream struct {
 	*bridge.HTTPUpstream
-	srv *http.Server
+	srv     *http.Server
+	fake    *fakemodel.Server
+	replies int
+	final   bool // the script has a final text of its own
+}
+
+// stats says what the fake model served: main replies from the script
+// and requests past its end, answered with its final text.
+func (f *fakeUpstream) stats() map[string]any {
+	served, exhausted := map[int]bool{}, 0
+	for _, q := range f.fake.Requests() {
+		switch {
+		case q.Kind == fakemodel.KindMain:
+			served[q.Reply] = true
+		case q.ScriptExhausted:
+			exhausted++
+		}
+	}
+	return map[string]any{"replies": f.replies, "served": len(served), "script_exhausted": exhausted, "final_scripted": f.final}
 }
 
 func (f *fakeUpstream) Close() error { return f.srv.Close() }
@@ -73,7 +91,10 @@ func startFake(script string, proto bridge.Protocol) (*fakeUpstream, error) {
 	if err != nil {
 		return nil, fail(result.ContinuationError, "fake model: %v", err)
 	}
-	srv := &http.Server{Handler: fakemodel.New(s, fakemodel.WithoutBodies())}
+	// A server of its own for this run: its replies count from the resumed
+	// session's turns and its ids are its own, never the recording's.
+	fake := fakemodel.New(s, fakemodel.WithoutBodies())
+	srv := &http.Server{Handler: fake}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			ln.Close()
@@ -88,5 +109,5 @@ func startFake(script string, proto bridge.Protocol) (*fakeUpstream, error) {
 		srv.Close()
 		return nil, fail(result.InternalError, "fake model: %v", err)
 	}
-	return &fakeUpstream{HTTPUpstream: hu, srv: srv}, nil
+	return &fakeUpstream{HTTPUpstream: hu, srv: srv, fake: fake, replies: len(s.Replies), final: s.Final != ""}, nil
 }

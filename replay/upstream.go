@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -131,11 +132,20 @@ func modelUpstream(cfg bridge.UpstreamConfig, agentProto bridge.Protocol, agent,
 			p, agent, agentProto, agentProto, other)
 	}
 	hu, err := bridge.NewHTTPUpstream(cfg)
+	if errors.Is(err, bridge.ErrNoAPIKey) {
+		return nil, configErr("%v; or, with no model service, --upstream %s (%s)", err, other, noServiceUpstream[other])
+	}
 	if err != nil {
 		return nil, configErr("%v", err)
 	}
 	meta["endpoint"] = hu.String()
 	return hu, nil
+}
+
+// noServiceUpstream says what each upstream that needs no model service does.
+var noServiceUpstream = map[string]string{
+	UpstreamRecorded: "plays the trajectory's own next actions",
+	UpstreamFake:     "a scripted fake model, --fake-script FILE",
 }
 
 // activeUpstream counts every response byte the upstream produces into

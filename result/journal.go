@@ -33,14 +33,13 @@ const JournalFile = "replay-events.jsonl"
 
 // Journal events.
 const (
-	EventRunStarted      = "run_started"
-	EventPlanValidated   = "plan_validated"
-	EventToolStarted     = "tool_started"
-	EventToolFinished    = "tool_finished"
-	EventSessionPrepared = "session_prepared"
-	EventSessionRebuilt  = "session_rebuilt"
-	EventRunFinished     = "run_finished"
-	EventRunFailed       = "run_failed"
+	EventRunStarted     = "run_started"
+	EventPlanValidated  = "plan_validated"
+	EventToolStarted    = "tool_started"
+	EventToolFinished   = "tool_finished"
+	EventSessionRebuilt = "session_rebuilt"
+	EventRunFinished    = "run_finished"
+	EventRunFailed      = "run_failed"
 )
 
 // Journal is the append-only, fsync'd record of what a run did, kept in the

@@ -174,7 +174,7 @@ func CheckPrefixTools(f Format, t *Trajectory, afterStep int) []StaleCall {
 		}
 		for j := range a.Calls {
 			if err := f.CheckReplayable(&a.Calls[j]); err != nil {
-				stale = append(stale, StaleCall{Step: a.Step, Call: &a.Calls[j], Reason: err.Error()})
+				stale = append(stale, StaleCall{Step: a.Step, Call: &a.Calls[j], Reason: err.Error(), EndsEpisode: errors.Is(err, ErrEndsEpisode)})
 			}
 		}
 	}
@@ -187,7 +187,24 @@ type StaleCall struct {
 	Step   int
 	Call   *ToolCall
 	Reason string
+	// EndsEpisode: the call ends the agent's episode (a submission), so
+	// no replay can go past it, stale or not.
+	EndsEpisode bool
 }
+
+// PvisorLocated is implemented by formats whose steps pVisor's manifest
+// names otherwise than "events:FIRST-LAST" (the 0-based range of records
+// a step spans, as for Codex and OpenCode): the native_locator pVisor
+// writes for each of steps 1..afterStep, read from src where the format
+// needs more than the steps hold.
+type PvisorLocated interface {
+	PvisorLocators(src io.ReaderAt, size int64, t *Trajectory, afterStep int) ([]string, error)
+}
+
+// ErrEndsEpisode is wrapped by CheckReplayable errors of calls that end the
+// agent's episode (mini-swe-agent's submission, OpenHands' finish,
+// SWE-agent's submit).
+var ErrEndsEpisode = errors.New("ends the episode")
 
 func (s StaleCall) Error() string {
 	return fmt.Sprintf("step %d: tool %q (call %s) cannot be replayed: %s", s.Step, s.Call.Name, s.Call.ID, s.Reason)

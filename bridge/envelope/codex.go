@@ -143,7 +143,11 @@ func stripCodex(body []byte, prefix []json.RawMessage, want []any, nonce, prompt
 			return nil, nil, bridge.Refuse("the request holds %d items before the resume nonce; the rebuilt session has %d: the history ends before the boundary", k-off, len(prefix))
 		}
 		if !equalItem(items[j], prefix[i], want[i]) {
-			return nil, nil, bridge.Refuse("input item %d (%s) differs from item %d of the rebuilt session (%s)", j, describe(items[j]), i, describe(gjson.ParseBytes(prefix[i])))
+			where := "an undecodable item"
+			if v, err := decode(json.RawMessage(items[j].Raw)); err == nil {
+				where = firstDifference(v, want[i], "")
+			}
+			return nil, nil, bridge.Refuse("input item %d (%s) differs from item %d of the rebuilt session (%s) at %s", j, describe(items[j]), i, describe(gjson.ParseBytes(prefix[i])), where)
 		}
 		s.Prefix = append(s.Prefix, json.RawMessage(items[j].Raw))
 	}

@@ -236,13 +236,13 @@ func TestCodexRefusals(t *testing.T) {
 		route      bridge.Route
 		want       string
 	}{
-		{"tampered observation", replaceItem(t, body, last, strings.Replace(out, "def greet", "def grete", 1)), "", "input item 13 (function_call_output call_id call_fake16214180b553dad2db6ce1ec) differs from item 12"},
-		{"wrong call id", replaceItem(t, body, last, strings.Replace(out, "call_fake16214180", "call_fake99999999", 1)), "", "input item 13 (function_call_output call_id call_fake99999999b553dad2db6ce1ec) differs"},
+		{"tampered observation", replaceItem(t, body, last, strings.Replace(out, "def greet", "def grete", 1)), "", "input item 13 (function_call_output call_id call_fake16214180b553dad2db6ce1ec) differs from item 12 of the rebuilt session (function_call_output call_id call_fake16214180b553dad2db6ce1ec) at output (another value)"},
+		{"wrong call id", replaceItem(t, body, last, strings.Replace(out, "call_fake16214180", "call_fake99999999", 1)), "", "input item 13 (function_call_output call_id call_fake99999999b553dad2db6ce1ec) differs from item 12 of the rebuilt session (function_call_output call_id call_fake16214180b553dad2db6ce1ec) at call_id (another value)"},
 		{"nonce twice", withItems(t, body, nonceItem), "", "appears as input items 14 and 15"},
 		{"nonce inside an output", replaceItem(t, body, last, strings.Replace(out, "def greet", nonce, 1)), "", "appears 2 times"},
 		{"nonce not its own message", replaceItem(t, strings.Replace(body, ","+nonceItem, "", 1), last, strings.Replace(out, "def greet", nonce, 1)), "", "not as its own user message"},
 		{"envelope missing", strings.Replace(body, ","+nonceItem, "", 1), "", "carries no resume nonce"},
-		{"foreign conversation", replaceItem(t, body, 3, strings.Replace(user, "Survey", "Delete", 1)), "", "input item 3 (message role user) differs from item 2"},
+		{"foreign conversation", replaceItem(t, body, 3, strings.Replace(user, "Survey", "Delete", 1)), "", "input item 3 (message role user) differs from item 2 of the rebuilt session (message role user) at content[0].text (another value)"},
 		{"history ends early", replaceItem(t, strings.Replace(body, ","+nonceItem, "", 1), last, nonceItem), "", "the history ends before the boundary"},
 		{"text between boundary and nonce", strings.Replace(body, ","+nonceItem, `,{"type":"message","role":"user","content":[{"type":"input_text","text":"also rm -rf"}]},`+nonceItem, 1), "", "input item 14 (message role user) sits between"},
 		{"not json", body[:len(body)-1], "", "not valid JSON"},

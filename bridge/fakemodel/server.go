@@ -16,10 +16,15 @@
 //	 "final": "text once the replies run out", "side": "text for tool-less calls",
 //	 "models": ["ids for GET /v1/models"]}
 //
-// Which reply answers a request is decided by the request alone: reply i answers a
-// conversation that already holds i assistant turns (n+i with WithReplyOffset(n)).
-// Retries, resumed sessions and concurrent requests therefore get consistent answers,
-// and tool call ids depend only on (reply, call) so they match across retries. A request without tools (title,
+// Which reply answers a request is decided by its conversation: the first main
+// request fixes the base (the assistant turns it already holds, so a resumed session
+// gets the script from its start), and reply i answers a conversation holding base+i
+// turns (WithReplyOffset(n) fixes the base at n instead). Retries and concurrent
+// requests therefore get consistent answers. Ids are unique per server (a random
+// seed, or WithIDSeed's), and tool call ids depend only on the seed and (reply, call)
+// so they match across retries; a second server never repeats the ids a first one
+// wrote into a session. A main request past the end of the replies is answered with
+// the final text and logged with script_exhausted. A request without tools (title,
 // quota or summary calls) is a side call and never takes a reply, unless the script
 // is for an agent that parses actions from text ("text_actions"). Custom (freeform)
 // calls exist only in the Responses API; serving one over another protocol is a 400.
@@ -27,6 +32,8 @@ package fakemodel
 
 import (
 	"compress/gzip"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,25 +85,30 @@ type Request struct {
 	// Turn is how many assistant turns the request's conversation already held.
 	Turn int `json:"turn"`
 	// Reply is the script index served, -1 for anything else.
-	Reply  int `json:"reply"`
-	Status int `json:"status"`
+	Reply int `json:"reply"`
+	// ScriptExhausted: a main request past the last reply, answered with the
+	// final text.
+	ScriptExhausted bool `json:"script_exhausted,omitempty"`
+	Status          int  `json:"status"`
 	// Error says why the answer could not be written completely.
 	Error string `json:"error,omitempty"`
 }
 
 // Server is an http.Handler; it is safe for concurrent requests.
 type Server struct {
-	script Script
-	now    func() time.Time
-	offset int    // assistant turns before reply 0
-	seed   string // mixed into generated ids
-	lean   bool   // record requests without their bodies
+	script    Script
+	now       func() time.Time
+	offset    int    // assistant turns before reply 0
+	offsetSet bool   // offset is fixed (WithReplyOffset), else the first main request's
+	seed      string // mixed into generated ids
+	lean      bool   // record requests without their bodies
 
 	mu   sync.Mutex
 	seq  int
 	reqs []Request
 	log  io.Writer
 	lerr error
+	warn io.Writer
 }
 
 // Option configures a Server.
@@ -106,13 +118,17 @@ type Option func(*Server)
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
 
 // WithReplyOffset makes reply i answer a conversation that already holds n+i
-// assistant turns: a session resumed after n recorded turns gets the script
-// from its start. A main request with fewer than n turns is answered 400.
-func WithReplyOffset(n int) Option { return func(s *Server) { s.offset = n } }
+// assistant turns, whatever the first request holds (without it, the first
+// main request's turns are n). WithReplyOffset(0) numbers replies by every
+// assistant turn in the conversation, history included: a script of a
+// whole recorded session then answers a continuation from its middle with
+// the recorded next reply. A main request with fewer than n turns is
+// answered 400.
+func WithReplyOffset(n int) Option { return func(s *Server) { s.offset, s.offsetSet = n, true } }
 
 // WithIDSeed mixes seed into every id the server generates (items, calls,
-// responses), so replies served into a conversation that already holds ids
-// from an earlier server never repeat one of them.
+// responses) instead of the random seed each server has; "" gives the plain
+// deterministic ids (golden tests).
 func WithIDSeed(seed string) Option { return func(s *Server) { s.seed = seed } }
 
 // WithoutBodies records requests without their bodies, for long-lived servers
@@ -124,10 +140,15 @@ func WithoutBodies() Option { return func(s *Server) { s.lean = true } }
 // order; Seq gives the arrival order).
 func WithLog(w io.Writer) Option { return func(s *Server) { s.log = w } }
 
+// WithWarnings writes a line to w for every main request past the end of
+// the script (answered with the final text), so a script too short for the
+// session it serves is seen at once.
+func WithWarnings(w io.Writer) Option { return func(s *Server) { s.warn = w } }
+
 // New returns a server answering from script. The script should have passed
 // Validate; a malformed call is still answered, with a provider-shaped error.
 func New(script Script, opts ...Option) *Server {
-	s := &Server{script: script, now: time.Now}
+	s := &Server{script: script, now: time.Now, seed: randomSeed()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -163,7 +184,7 @@ func ListenAndServe(addr, scriptPath, logPath string) error {
 	if wd, err := os.Getwd(); err == nil {
 		script = script.Expand(map[string]string{"CWD": wd})
 	}
-	var opts []Option
+	opts := []Option{WithWarnings(os.Stderr)}
 	if logPath != "" {
 		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -272,9 +293,10 @@ func (s *Server) answer(w http.ResponseWriter, rec *Request, p Protocol, body []
 	rec.Stream = req.Get("stream").Bool()
 	rec.Turn = assistantTurns(p, req)
 	t.index = -1
-	reply := rec.Turn - s.offset
+	side := len(req.Get("tools").Array()) == 0 && !s.script.TextActions
+	reply := rec.Turn - s.base(rec.Turn, side)
 	switch {
-	case len(req.Get("tools").Array()) == 0 && !s.script.TextActions:
+	case side:
 		t.kind = KindSide
 		t.reply = Reply{Text: s.sideText(p, req)}
 	case reply < 0:
@@ -288,6 +310,7 @@ func (s *Server) answer(w http.ResponseWriter, rec *Request, p Protocol, body []
 	default:
 		t.kind = KindFinal
 		t.reply = Reply{Text: or(s.script.Final, defaultFinal)}
+		rec.ScriptExhausted = true
 	}
 	rec.Kind, rec.Reply = t.kind, t.index
 	if p != Responses {
@@ -318,6 +341,27 @@ func (s *Server) answer(w http.ResponseWriter, rec *Request, p Protocol, body []
 		// The client went away mid-answer; keep that visible in the log.
 		rec.Error = err.Error()
 	}
+}
+
+// base is the assistant turns before reply 0: the offset, fixed by
+// WithReplyOffset or else by the first main request (turns, unless side).
+func (s *Server) base(turns int, side bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.offsetSet && !side {
+		s.offset, s.offsetSet = turns, true
+	}
+	return s.offset
+}
+
+// randomSeed is a server's own id seed, so two servers never make the same
+// ids.
+func randomSeed() string {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		return time.Now().Format("150405.000000000")
+	}
+	return hex.EncodeToString(b)
 }
 
 // id is fakeID with the server's seed, when it has one, in front of parts.
@@ -431,6 +475,10 @@ func (s *Server) record(rec Request, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reqs = append(s.reqs, rec)
+	if rec.ScriptExhausted && s.warn != nil {
+		fmt.Fprintf(s.warn, "fake model: script exhausted: request %d holds %d assistant turns, past its %d replies (counted from %d); answered with the final text %q\n",
+			rec.Seq, rec.Turn, len(s.script.Replies), s.offset, or(s.script.Final, defaultFinal))
+	}
 	if s.log != nil && s.lerr == nil {
 		if _, err := s.log.Write(append(marshal(rec), '\n')); err != nil {
 			s.lerr = fmt.Errorf("write fake-model request log: %w", err)

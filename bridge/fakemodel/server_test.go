@@ -85,7 +85,7 @@ func TestTurnSelection(t *testing.T) {
 			{"role":"user","content":[]},{"role":"assistant","content":[]},{"role":"user","content":[]}]}`, KindMain, 1, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := New(turnScript)
+			s := New(turnScript, WithReplyOffset(0)) // count every turn
 			// Twice: a retried request must get the same answer.
 			for i := 0; i < 2; i++ {
 				res, body := do(t, s, http.MethodPost, tc.path, tc.body)
@@ -461,7 +461,7 @@ func TestReplyOffsetAndIDSeed(t *testing.T) {
 		_, body := do(t, New(turnScript, opts...), "POST", "/v1/responses", turns(0))
 		return []string{gjson.GetBytes(body, "output.0.id").Str, gjson.GetBytes(body, "output.0.call_id").Str, gjson.GetBytes(body, "id").Str}
 	}
-	plain, seeded, again := ids(), ids(WithIDSeed("run-1")), ids(WithIDSeed("run-1"))
+	plain, seeded, again := ids(WithIDSeed("")), ids(WithIDSeed("run-1")), ids(WithIDSeed("run-1"))
 	for i := range plain {
 		if plain[i] == "" || plain[i] == seeded[i] {
 			t.Errorf("id %d: unseeded %q, seeded %q: the seed must change it", i, plain[i], seeded[i])

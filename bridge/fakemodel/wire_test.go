@@ -22,7 +22,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-var fixedClock = WithClock(func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) })
+var fixedClock = func(s *Server) {
+	WithClock(func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) })(s)
+	WithIDSeed("")(s) // the golden ids
+}
 
 // wireReply exercises everything a reply can carry: reasoning, text long enough
 // to be split into several deltas (with characters a JSON encoder likes to escape

@@ -56,11 +56,11 @@ Flags of run:
 
 func cmdBatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		batchHelp(batchRunFlags(&batchRunOpts{}), stderr)
 		if len(args) == 0 {
+			batchHelp(batchRunFlags(&batchRunOpts{}), stderr)
 			return batchFail(stdout, stderr, fmt.Errorf("missing subcommand: run, report or emit"))
 		}
-		return 0
+		return batchHelp(batchRunFlags(&batchRunOpts{}), stdout)
 	}
 	switch args[0] {
 	case "run":
@@ -73,11 +73,9 @@ func cmdBatch(args []string, stdout, stderr io.Writer) int {
 	return batchFail(stdout, stderr, fmt.Errorf("unknown subcommand %q: use run, report or emit (see 'pvisor batch --help')", args[0]))
 }
 
-// batchHelp prints the usage and the subcommand's flags.
-func batchHelp(fs *pflag.FlagSet, stderr io.Writer) int {
-	fmt.Fprint(stderr, strings.Replace(batchUsage, "Flags of run:", "Flags of "+fs.Name()+":", 1))
-	fs.SetOutput(stderr)
-	fs.PrintDefaults()
+// batchHelp prints the usage and the subcommand's flags to w.
+func batchHelp(fs *pflag.FlagSet, w io.Writer) int {
+	printHelp(w, strings.Replace(batchUsage, "Flags of run:", "Flags of "+fs.Name()+":", 1), fs)
 	return 0
 }
 
@@ -114,9 +112,9 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 	var o batchRunOpts
 	fs := batchRunFlags(&o)
 	if err := fs.Parse(args); err == pflag.ErrHelp {
-		return batchHelp(fs, stderr)
+		return batchHelp(fs, stdout)
 	} else if err != nil {
-		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", err))
+		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", flagError(fs, err)))
 	}
 	if fs.NArg() != 1 {
 		return batchFail(stdout, stderr, fmt.Errorf("batch run takes one FILE.toml, got %d arguments", fs.NArg()))
@@ -237,9 +235,9 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(io.Discard)
 	out := fs.String("out", "", "write report.json, report.md and report.html to `dir` (default: the first DIR)")
 	if err := fs.Parse(args); err == pflag.ErrHelp {
-		return batchHelp(fs, stderr)
+		return batchHelp(fs, stdout)
 	} else if err != nil {
-		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", err))
+		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", flagError(fs, err)))
 	}
 	if fs.NArg() == 0 {
 		return batchFail(stdout, stderr, fmt.Errorf("batch report needs at least one batch output DIR"))
@@ -281,9 +279,9 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 	image := fs.String("image", "pvisor:latest", "container `image` with pvisor and the agent CLIs (k8s)")
 	claim := fs.String("claim", "pvisor-study", "PersistentVolumeClaim `name` holding the study dir, mounted at /study (k8s)")
 	if err := fs.Parse(args); err == pflag.ErrHelp {
-		return batchHelp(fs, stderr)
+		return batchHelp(fs, stdout)
 	} else if err != nil {
-		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", err))
+		return batchFail(stdout, stderr, fmt.Errorf("%v (see 'pvisor batch --help')", flagError(fs, err)))
 	}
 	if fs.NArg() != 2 || (fs.Arg(0) != "slurm" && fs.Arg(0) != "k8s") {
 		return batchFail(stdout, stderr, fmt.Errorf("usage: pvisor batch emit slurm|k8s FILE.toml"))

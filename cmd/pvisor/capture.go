@@ -13,6 +13,7 @@ import (
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -31,11 +32,13 @@ must be new, empty, or a store pvisor made (it holds pvisor-store.json).
 
 OpenCode keeps its sessions in SQLite: the database files are copied from
 the home into a temporary directory of the state root (--state-dir) and
-the real CLI (--agent-entrypoint) exports the session from the copy, in an
-isolated home with updates, sharing and model downloads off; the home is
-only read. The bundle holds the export document
-(pvisor-exports/<ID>.json), which 'pvisor resume --bundle' imports, and
-the manifest's via names the method (export), the CLI and its version.
+pvisor reads the session's rows from the copy, writing the document
+'opencode export' prints; a database of another schema is exported by the
+real CLI (--agent-entrypoint) from the copy, in an isolated home with
+updates, sharing and model downloads off. The home is only read. The
+bundle holds the export document (pvisor-exports/<ID>.json), which 'pvisor
+resume --bundle' imports, and the manifest's via names the method
+(database-read or export), the CLI and its version.
 
 Prints one JSON line: {"bundle", "manifest", "failure"}. Exit status: 0 ok,
 2 a bad flag, id, store or CLI path, 10 no session, several, or one that
@@ -63,9 +66,7 @@ type captureLine struct {
 
 func cmdCapture(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("capture", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, captureUsage); fs.PrintDefaults() }
-	agent := fs.String("agent", "", "agent whose session it is (claude-code, codex, pi, opencode)")
+	agent := fs.String("agent", "", "agent whose session it is ("+joinAgents(captureAgents())+")")
 	id := fs.String("session", "", "session id, as the agent CLI printed it")
 	home := fs.String("home", "", "HOME the agent ran under (default: the agent's own environment, then $HOME)")
 	entry := fs.String("agent-entrypoint", "", "the opencode CLI that exports the session (default: on PATH)")
@@ -77,7 +78,7 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 		printCaptureLine(stdout, captureLine{Failure: f})
 		return result.ExitCode(f)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, captureUsage, args, stdout); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
 		}
@@ -131,6 +132,18 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 	}
 	printCaptureLine(stdout, captureLine{Bundle: &dir, Manifest: m})
 	return 0
+}
+
+// captureAgents are the agents capture takes: those with a session store,
+// and those captured by export (OpenCode).
+func captureAgents() []string {
+	out := agents.SessionAgents()
+	for _, a := range agents.Names() {
+		if _, ok := agents.Sessions(a); !ok && replay.Exported(a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func printCaptureLine(w io.Writer, l captureLine) {

@@ -88,6 +88,9 @@ func loadReplayConfig(path string) (*replay.Request, error) {
 	if cfg.Replay == nil {
 		return req, fmt.Errorf("%s: missing [replay] table (it needs agent, trajectory and after_step)", path)
 	}
+	if cfg.Replay.AfterStep == 0 {
+		return req, fmt.Errorf("%s: [replay] after_step is required: the replay re-runs steps 1..after_step, numbered from 1 ('pvisor inspect' lists them)", path)
+	}
 	return cfg.request(path)
 }
 

@@ -55,17 +55,16 @@ Flags:
 
 func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("doctor", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, doctorUsage); fs.PrintDefaults() }
 	agentsFlag := fs.StringArray("agent", nil, "check only this `agent` (repeatable): "+strings.Join(doctor.Agents(), ", "))
 	entry := fs.String("agent-entrypoint", "", "the CLI `path` to check (with one --agent) instead of the one on PATH")
 	asJSON := fs.Bool("json", false, "print one JSON object per agent instead of a table")
 	keep := fs.Bool("keep", false, "keep each check's directory (its output dir is listed)")
 	watch := fs.Bool("releases", false, "ask the registries for newer releases of the tested packages instead of checking the CLIs here")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, doctorUsage, args, stdout); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
 		}
+		fmt.Fprintf(stderr, "pvisor doctor: %v\n", err)
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -14,8 +14,13 @@ const fakeModelUsage = `Usage: pvisor fake-model --script FILE [--addr 127.0.0.1
 
 Serves a scripted model on loopback (Anthropic Messages, OpenAI Responses and
 Chat Completions, streaming or not), for trying agents and pvisor without a
-model service. Replies come from the script in order of the assistant turns
-already in each request; every request is appended to --log as JSON.
+model service. The first request that offers tools fixes the base (the
+assistant turns its conversation already holds, so a resumed session gets
+the script from its start); reply i then answers a conversation of base+i
+turns, so retries get the same reply. A request past the last reply gets
+the script's "final" text, a warning on stderr and "script_exhausted" in
+the log. Ids are this server's own (a random seed per start), never those
+of an earlier server. Every request is appended to --log as JSON.
 
 Example:
     $ pvisor fake-model --script bridge/fakemodel/testdata/example-script.json --addr 127.0.0.1:8765
@@ -25,15 +30,14 @@ Flags:
 
 func cmdFakeModel(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("fake-model", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, fakeModelUsage); fs.PrintDefaults() }
 	script := fs.String("script", "", "reply script `file` (JSON)")
 	addr := fs.String("addr", "127.0.0.1:0", "loopback `address` to listen on")
 	logPath := fs.String("log", "", "append every request to this `file`")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, fakeModelUsage, args, stdout); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
 		}
+		fmt.Fprintf(stderr, "pvisor fake-model: %v\n", err)
 		return 2
 	}
 	if *script == "" {

@@ -64,20 +64,19 @@ type inspectCall struct {
 
 func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("inspect", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, inspectUsage); fs.PrintDefaults() }
 	agent := fs.String("agent", "", "agent that wrote the file (detected when omitted)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	instance := fs.String("instance", "", "instance `id` of an OpenHands output.jsonl holding several")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, inspectUsage, args, stdout); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
 		}
+		fmt.Fprintf(stderr, "pvisor inspect: %v\n", err)
 		return 2
 	}
 	if fs.NArg() != 1 {
 		fmt.Fprintf(stderr, "pvisor inspect: expected one FILE, got %d arguments\n\n", fs.NArg())
-		fs.Usage()
+		printHelp(stderr, inspectUsage, fs)
 		return 2
 	}
 	path := fs.Arg(0)
@@ -118,7 +117,7 @@ func decodeForInspect(path, agent, instance string) (*trajectory.Trajectory, int
 	if agent != "" {
 		var ok bool
 		if format, ok = agents.Lookup(agent); !ok {
-			return nil, 2, fmt.Errorf("unknown agent %q (supported: %s)", agent, strings.Join(agents.Names(), ", "))
+			return nil, 2, fmt.Errorf("unknown agent %q (supported: %s)%s", agent, strings.Join(agents.Names(), ", "), agentHint(agent))
 		}
 	} else if format, err = agents.Detect(path); err != nil {
 		return nil, 10, err

@@ -92,8 +92,15 @@ func TestPrepareOnlyWritesPlanPrefixJournalAndResult(t *testing.T) {
 				t.Errorf("prefix is not the first %d lines of the source:\n%s", tc.prefixLines, prefix)
 			}
 			events := journalEvents(t, filepath.Join(out, "replay-events.jsonl"))
-			if d := cmp.Diff([]string{"run_started", "plan_validated", "session_prepared", "run_finished"}, events); d != "" {
+			if d := cmp.Diff([]string{"run_started", "plan_validated", "session_rebuilt", "run_finished"}, events); d != "" {
 				t.Errorf("journal events (-want +got):\n%s", d)
+			}
+			// pVisor's prepare-only session_rebuilt says prepared_only.
+			recs, _ := result.ReadJournal(filepath.Join(out, "replay-events.jsonl"))
+			for i := range recs {
+				if recs[i].Name() == "session_rebuilt" && !bytes.Contains(recs[i].Event.Data.Payload, []byte(`"prepared_only":true`)) {
+					t.Errorf("session_rebuilt payload %s lacks prepared_only", recs[i].Event.Data.Payload)
+				}
 			}
 			// Neither the prompt text nor anything derived from it but its hash may be stored.
 			filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {

@@ -63,7 +63,8 @@ Flags:
 `
 
 func cmdReplay(args []string, stdout, stderr io.Writer) int {
-	req, err := parseReplayArgs(args, stderr)
+	var summary summaryMode
+	req, err := parseReplayArgs(args, stdout, &summary)
 	if err == pflag.ErrHelp {
 		return 0
 	}
@@ -93,7 +94,22 @@ func cmdReplay(args []string, stdout, stderr io.Writer) int {
 	if res.Failure != nil {
 		fmt.Fprintf(stderr, "pvisor replay: %s: %s\n", res.Failure.Category, res.Failure.Message)
 	}
+	if summary.show(stderr) {
+		printSummary(stderr, res)
+	}
 	return result.ExitCode(res.Failure)
+}
+
+// summaryMode says whether cmdReplay ends with a human summary on stderr:
+// on a terminal unless --quiet, always with --summary.
+type summaryMode struct{ forced, quiet bool }
+
+func (m summaryMode) show(stderr io.Writer) bool {
+	if m.forced {
+		return true
+	}
+	f, ok := stderr.(*os.File)
+	return ok && !m.quiet && replay.ProgressMode(f, false) == replay.ProgressLive
 }
 
 // progressAuto is a request's progress mode until cmdReplay knows where
@@ -121,7 +137,8 @@ func cmdReplayChild(stdout, stderr io.Writer) int {
 
 // parseReplayArgs turns flags, or a --config file, into a request. On an
 // error the request still carries whatever was parsed, for the result.
-func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
+// --help prints to stdout.
+func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*replay.Request, error) {
 	req := &replay.Request{}
 	fs := pflag.NewFlagSet("replay", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -159,20 +176,20 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
 	fs.StringArrayVar(&req.Overlay.Compose, "overlayfs-compose", nil, "extra read-only lower `dir` (repeatable)")
 	fs.StringVar(&req.Overlay.Commit, "overlayfs-commit", "", "what to do with overlay changes: manual, apply or drop")
-	quiet := fs.BoolP("quiet", "q", false, "no progress lines on stderr (by default: one live line on a terminal, plain lines otherwise)")
+	quiet := fs.BoolP("quiet", "q", false, "no progress lines and no summary on stderr (by default: one live line on a terminal, plain lines otherwise)")
+	fs.BoolVar(&summary.forced, "summary", false, "end with a short summary for people on stderr (default: when stderr is a terminal)")
 	help := fs.BoolP("help", "h", false, "show this help")
 
 	if err := fs.Parse(args); err != nil {
-		return req, fmt.Errorf("%v (see 'pvisor replay --help')", err)
+		return req, fmt.Errorf("%v (see 'pvisor replay --help')", flagError(fs, err))
 	}
 	req.Progress = progressAuto
 	if *quiet {
 		req.Progress = replay.ProgressOff
+		summary.quiet = true
 	}
 	if *help {
-		fmt.Fprint(stderr, replayUsage)
-		fs.SetOutput(stderr)
-		fs.PrintDefaults()
+		printHelp(stdout, replayUsage, fs)
 		return req, pflag.ErrHelp
 	}
 	if fs.NArg() > 0 {
@@ -184,7 +201,7 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 	if *config != "" || *request != "" {
 		var direct []string
 		fs.Visit(func(f *pflag.Flag) {
-			if f.Name != "config" && f.Name != "request" && f.Name != "quiet" {
+			if f.Name != "config" && f.Name != "request" && f.Name != "quiet" && f.Name != "summary" {
 				direct = append(direct, "--"+f.Name)
 			}
 		})
@@ -200,6 +217,13 @@ func parseReplayArgs(args []string, stderr io.Writer) (*replay.Request, error) {
 			r.Progress = req.Progress
 		}
 		return r, err
+	}
+	if !fs.Changed("after-step") {
+		hint := "'pvisor inspect FILE'"
+		if req.Trajectory != "" {
+			hint = "'pvisor inspect " + req.Trajectory + "'"
+		}
+		return req, fmt.Errorf("--after-step N is required: the replay re-runs steps 1..N (%s lists the steps)", hint)
 	}
 	req.MaxStepsSet = fs.Changed("max-steps")
 	pargs, err := prompt.ParseArgs(*promptArgs)

@@ -88,8 +88,6 @@ func cmdResume(args []string, stdout, stderr io.Writer) int {
 // cmdSessionRun is resume and fork: the same flags, another mode.
 func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet(mode, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	req := &replay.SessionRequest{Mode: mode}
 	var home string
 	var promptArgs, signals []string
@@ -116,6 +114,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&req.RunID, "run-id", "", "run id (default: generated)")
 	fs.StringVar(&req.StateRoot, "state-dir", replay.DefaultStateRoot, "state root")
 	fs.StringVar(&req.OutputRoot, "output-dir", replay.DefaultOutputRoot, "output root")
+	quiet := fs.BoolP("quiet", "q", false, "no progress lines on stderr")
 	if mode == replay.ModeFork {
 		fs.StringVar(&req.Trajectory, "trajectory", "", "with --after-step: the native session `file` to fork from the middle of")
 		fs.IntVar(&req.AfterStep, "after-step", 0, "fork after step `N` of --trajectory: steps 1..N replayed in the workspace, rebuilt under a new id")
@@ -130,7 +129,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "pvisor %s: %s\n", mode, res.Failure.Message)
 		return result.ExitCode(res.Failure)
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, usage, args, stdout); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
 		}
@@ -147,6 +146,9 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 		return failEarly("--prompt-arg: %v", err)
 	}
 	req.Completion.Signals = signals
+	if !*quiet {
+		req.Progress = stderr
+	}
 	if req.Bundle != "" {
 		req.TargetHome = home
 	} else {
@@ -156,6 +158,11 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	res := replay.RunSession(ctx, req)
 	stop()
 	stdout.Write(res.Line())
+	if ws, ok := res.Metadata["warnings"].([]string); ok {
+		for _, w := range ws {
+			fmt.Fprintf(stderr, "pvisor %s: warning: %s\n", mode, w)
+		}
+	}
 	if res.Failure != nil {
 		fmt.Fprintf(stderr, "pvisor %s: %s: %s\n", mode, res.Failure.Category, res.Failure.Message)
 	}

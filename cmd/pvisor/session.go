@@ -58,32 +58,49 @@ Examples:
 Flags:
 `
 
+// sessionAgents are the agents every session command takes: the file
+// stores, and OpenCode, whose database locate and show read and whose
+// export documents rewrite moves.
+func sessionAgents() []string { return agents.RewriterAgents() }
+
+type sessionFlags struct {
+	agent, home, from, to *string
+	asJSON                *bool
+}
+
+func newSessionFlags(sub string) (*pflag.FlagSet, sessionFlags) {
+	fs := pflag.NewFlagSet("session "+sub, pflag.ContinueOnError)
+	return fs, sessionFlags{
+		agent:  fs.String("agent", "", "agent whose session it is ("+joinAgents(sessionAgents())+")"),
+		home:   fs.String("home", "", "HOME the agent ran under (locate, show)"),
+		asJSON: fs.Bool("json", false, "print JSON (show)"),
+		from:   fs.String("from", "", "recorded cwd to replace (rewrite)"),
+		to:     fs.String("to", "", "cwd to write instead (rewrite)"),
+	}
+}
+
 func cmdSession(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fmt.Fprint(stderr, sessionUsage)
+		fs, _ := newSessionFlags("")
 		if len(args) == 0 {
+			printHelp(stderr, sessionUsage, fs)
 			return 2
 		}
+		printHelp(stdout, sessionUsage, fs)
 		return 0
 	}
 	sub := args[0]
-	fs := pflag.NewFlagSet("session "+sub, pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, sessionUsage); fs.PrintDefaults() }
-	agent := fs.String("agent", "", "agent whose session it is (claude-code, codex, pi)")
-	home := fs.String("home", "", "HOME the agent ran under (locate, show)")
-	asJSON := fs.Bool("json", false, "print JSON (show)")
-	from := fs.String("from", "", "recorded cwd to replace (rewrite)")
-	to := fs.String("to", "", "cwd to write instead (rewrite)")
-	if err := fs.Parse(args[1:]); err != nil {
-		if err == pflag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
 	errf := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "pvisor session %s: %s\n", sub, fmt.Sprintf(format, a...))
 		return code
+	}
+	fs, f := newSessionFlags(sub)
+	agent, home, asJSON, from, to := f.agent, f.home, f.asJSON, f.from, f.to
+	if err := parseFlags(fs, sessionUsage, args[1:], stdout); err != nil {
+		if err == pflag.ErrHelp {
+			return 0
+		}
+		return errf(2, "%v (see 'pvisor session --help')", err)
 	}
 	if sub == "rewrite" {
 		return sessionRewrite(fs, *agent, *from, *to, stdout, stderr, errf)
@@ -135,7 +152,7 @@ func sessionRewrite(fs *pflag.FlagSet, agent, from, to string, stdout, stderr io
 		return errf(11, "%s session files cannot be rewritten yet (supported: %s)", agent, strings.Join(agents.RewriterAgents(), ", "))
 	}
 	if !ok {
-		return errf(2, "unknown agent %q for rewrite (supported: %s)", agent, strings.Join(agents.RewriterAgents(), ", "))
+		return errf(2, "unknown agent %q for rewrite (supported: %s)%s", agent, strings.Join(agents.RewriterAgents(), ", "), agentHint(agent))
 	}
 	if from == "" || to == "" {
 		return errf(2, "--from and --to are both required")
@@ -165,9 +182,9 @@ func sessionStore(agent string) (session.Store, int, error) {
 		return nil, 11, fmt.Errorf("%s keeps its sessions in a database, not in files: 'pvisor capture --agent %s --session ID' has its CLI export one into a bundle (or run `%s export ID`, which 'pvisor session rewrite' can move to another cwd); locate and show support %s", agent, agent, agent, strings.Join(agents.SessionAgents(), ", "))
 	}
 	if _, ok := agents.Lookup(agent); ok {
-		return nil, 11, fmt.Errorf("%s sessions cannot be located or captured yet (supported: %s)", agent, strings.Join(agents.SessionAgents(), ", "))
+		return nil, 11, fmt.Errorf("%s sessions cannot be located or captured yet (supported: %s)", agent, strings.Join(sessionAgents(), ", "))
 	}
-	return nil, 2, fmt.Errorf("unknown agent %q (supported: %s)", agent, strings.Join(agents.SessionAgents(), ", "))
+	return nil, 2, fmt.Errorf("unknown agent %q (supported: %s)%s", agent, strings.Join(sessionAgents(), ", "), agentHint(agent))
 }
 
 func locate(store session.Store, home, id string) (*session.Located, error) {

@@ -28,7 +28,7 @@ func TestContinueClaudeOnChatUpstream(t *testing.T) {
 	cr := s.continueAfter(t, step, func(r *replay.Request) {
 		r.Upstream, r.UpstreamModel = "openai-chat", model
 		r.Hooks = nil
-		fake.Store(fakemodel.New(s.manifest.Script.Expand(map[string]string{"CWD": r.Workspace})))
+		fake.Store(fakemodel.New(s.manifest.Script.Expand(map[string]string{"CWD": r.Workspace}), fakemodel.WithReplyOffset(0))) // the recorded next reply answers step N
 	})
 	res := cr.res
 	if res.Failure != nil || res.AgentStatus != result.AgentCompleted || res.ContinuedSteps < 1 {

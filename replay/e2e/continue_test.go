@@ -152,7 +152,7 @@ func TestContinueCodexPromptAndSecrets(t *testing.T) {
 	enterLoopbackNetns(t)
 	cr := s.continueAfter(t, step, func(r *replay.Request) {
 		r.Upstream, r.BoundaryUserPrompt, r.MaxSteps = "openai-responses", prompt, 5
-		fake.Store(fakemodel.New(s.manifest.Script.Expand(map[string]string{"CWD": r.Workspace})))
+		fake.Store(fakemodel.New(s.manifest.Script.Expand(map[string]string{"CWD": r.Workspace}), fakemodel.WithReplyOffset(0))) // the recorded next reply answers step N
 	})
 	res := cr.res
 	if res.Failure != nil || res.AgentStatus != result.AgentMaxSteps || res.ContinuedSteps != 2 {

@@ -11,11 +11,13 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -136,7 +138,7 @@ func (r *run) startFake(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logf.Close() })
-	r.fake = fakemodel.New(script, fakemodel.WithLog(logf))
+	r.fake = fakemodel.New(script, fakemodel.WithLog(logf), fakemodel.WithReplyOffset(0))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -224,8 +226,11 @@ func (r *run) write(t *testing.T, rel, content string) {
 // every machine (fixed author, committer and dates; no hook templates).
 func (r *run) makeRepo(t *testing.T) {
 	t.Helper()
-	for name, content := range initialFiles {
-		r.write(t, filepath.Join("repo", name), content)
+	// In one order every time: the files get distinct mtimes, and
+	// Claude Code's Glob lists them oldest first (a map's order made the
+	// 2.1.197 and 2.1.332 recordings list them differently).
+	for _, name := range slices.Sorted(maps.Keys(initialFiles)) {
+		r.write(t, filepath.Join("repo", name), initialFiles[name])
 	}
 	git := func(args ...string) {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=pvisor e2e", "-c", "user.email=e2e@pvisor.invalid",

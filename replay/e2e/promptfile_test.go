@@ -37,7 +37,7 @@ func TestContinueCodexPromptFile(t *testing.T) {
 	cr := s.continueAfter(t, step, func(r *replay.Request) {
 		r.Upstream, r.BoundaryUserPromptFile, r.MaxSteps = "openai-responses", file, step+1
 		r.PromptArgs = []prompt.Arg{{Key: "TICKET", Value: "PVISOR-E2E-TICKET-5d2e"}}
-		fake.Store(fakemodel.New(s.manifest.Script.Expand(map[string]string{"CWD": r.Workspace})))
+		fake.Store(fakemodel.New(s.manifest.Script.Expand(map[string]string{"CWD": r.Workspace}), fakemodel.WithReplyOffset(0))) // the recorded next reply answers step N
 	})
 	res := cr.res
 	if res.Failure != nil || res.AgentStatus != result.AgentMaxSteps {

@@ -95,9 +95,11 @@ func TestResumeForkRealCLIs(t *testing.T) {
 			turns := len(m.Script.Replies)
 			base := []string{"--agent", ra.agent, "--bundle", bundle, "--upstream", ra.upstream, "--agent-entrypoint", bin,
 				"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out"), "--idle-timeout", "2m"}
-			script := func(extra ...fakemodel.Reply) fakemodel.Script {
+			// The fake model answers a resumed session from its script's
+			// start: the replies are the turns after the resume.
+			script := func(replies ...fakemodel.Reply) fakemodel.Script {
 				s := m.Script
-				s.Replies = append(append([]fakemodel.Reply{}, m.Script.Replies...), extra...)
+				s.Replies = replies
 				s.Final = "unexpected extra turn"
 				return s
 			}
@@ -126,6 +128,31 @@ func TestResumeForkRealCLIs(t *testing.T) {
 					t.Errorf("completion = %s", res.Get("metadata.continuation.completion").Raw)
 				}
 				checkCaptured(t, res, m.SessionID, "README.md and NOTES.md.")
+			})
+
+			// pvisor's own fake model (--upstream fake) continues the session
+			// from its script's start with ids of its own: the continued
+			// session decodes and counts the agent's step.
+			t.Run("resume-fake-upstream", func(t *testing.T) {
+				sf := filepath.Join(t.TempDir(), "script.json")
+				data, _ := json.Marshal(fakemodel.Script{Replies: []fakemodel.Reply{{Text: "Listed. <promise>COMPLETE</promise>"}}})
+				if err := os.WriteFile(sf, data, 0o600); err != nil {
+					t.Fatal(err)
+				}
+				args := []string{"resume", "--agent", ra.agent, "--bundle", bundle, "--upstream", "fake", "--fake-script", sf,
+					"--agent-entrypoint", bin, "--workspace", t.TempDir(), "--prompt", next, "--run-id", "u", "--idle-timeout", "2m",
+					"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out")}
+				res, code, stderr := pvisorRun(t, pvisor, nil, args...)
+				if code != 0 {
+					t.Fatalf("resume --upstream fake: %d %s\n%s", code, res.Raw, stderr)
+				}
+				if res.Get("continued_steps").Int() < 1 || res.Get("metadata.session.continued_session_decode_error").Exists() {
+					t.Errorf("continued_steps %d, decode error %s", res.Get("continued_steps").Int(), res.Get("metadata.session.continued_session_decode_error").Raw)
+				}
+				if fm := res.Get("metadata.continuation.upstream.fake_model"); fm.Get("served").Int() != 1 {
+					t.Errorf("fake_model %s, want its one reply served", fm.Raw)
+				}
+				checkCaptured(t, res, m.SessionID, "Listed.")
 			})
 
 			t.Run("fork", func(t *testing.T) {
@@ -280,8 +307,9 @@ func TestResumeForkOpenCode(t *testing.T) {
 	db := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
 	dbBefore := mustRead(t, db)
 	const next = "Now list what you changed, in one line."
+	// Each fake model plays its script from the resumed session's turns on.
 	s := m.Script
-	s.Replies = append(append([]fakemodel.Reply{}, m.Script.Replies...), fakemodel.Reply{Text: "README.md and NOTES.md. <promise>COMPLETE</promise>"})
+	s.Replies = []fakemodel.Reply{{Text: "README.md and NOTES.md. <promise>COMPLETE</promise>"}}
 	s.Final = "unexpected extra turn"
 	fake, env := fakeOnLoopback(t, s)
 	base := []string{"--agent", "opencode", "--upstream", "openai-chat", "--agent-entrypoint", bin, "--idle-timeout", "2m",
@@ -314,7 +342,7 @@ func TestResumeForkOpenCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.Replies = append(s.Replies, fakemodel.Reply{Text: "Forked. <promise>COMPLETE</promise>"})
+	s.Replies = []fakemodel.Reply{{Text: "Forked. <promise>COMPLETE</promise>"}}
 	_, env = fakeOnLoopback(t, s)
 	res, code, stderr = pvisorRun(t, pvisor, env, append([]string{"fork", "--bundle", bundle, "--workspace", t.TempDir(), "--run-id", "f"}, base...)...)
 	if code != 0 {

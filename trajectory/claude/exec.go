@@ -130,7 +130,7 @@ func (s *toolSession) Execute(ctx context.Context, step int, call *trajectory.To
 	case "MultiEdit":
 		res, err = s.multiEdit(in)
 	case "Glob":
-		res, err = s.glob(in, start)
+		res, err = s.glob(in, start, call.Observation)
 	case "Grep":
 		res, err = s.grep(in)
 	case "LS":

@@ -13,6 +13,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/run"
+	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
@@ -35,8 +36,9 @@ type globNative struct {
 
 // glob runs Claude Code's Glob: ripgrep --files --glob PATTERN
 // --sort=modified --no-ignore --hidden below the path, oldest first, at
-// most 100 files.
-func (s *toolSession) glob(in gjson.Result, start time.Time) (toolResult, error) {
+// most 100 files. Files of equal modification time are listed as the
+// recorded observation lists them (see recordedTies).
+func (s *toolSession) glob(in gjson.Result, start time.Time, recorded *trajectory.Observation) (toolResult, error) {
 	pattern := in.Get("pattern").Str
 	base := s.shell.Cwd()
 	if p := in.Get("path"); p.Type == gjson.String && p.Str != "" {
@@ -63,15 +65,18 @@ func (s *toolSession) glob(in gjson.Result, start time.Time) (toolResult, error)
 	}
 	files := g.Files
 	sortByMtime(files, false)
-	total := len(files)
-	truncated := total > globLimit
-	if truncated {
-		files = files[:globLimit]
-	}
 	abs := s.style.is(s.style.absGlob, false)
 	names := make([]string, len(files))
 	for i, f := range files {
 		names[i] = s.shownPath(f.Path, abs)
+	}
+	if recorded != nil && !recorded.IsError {
+		recordedTies(files, names, strings.Split(recorded.Content, "\n"))
+	}
+	total := len(files)
+	truncated := total > globLimit
+	if truncated {
+		files, names = files[:globLimit], names[:globLimit]
 	}
 	nat := globNative{Filenames: names, DurationMs: time.Since(start).Milliseconds(), NumFiles: len(names), Truncated: truncated}
 	// The versions that print relative paths also count the matches.
@@ -110,75 +115,6 @@ func (s *toolSession) shownPath(p string, abs bool) string {
 		}
 	}
 	return s.recorded(p)
-}
-
-// sortByMtime orders by modification time (oldest first, or newest first)
-// and keeps ties in ripgrep's walk order: directory order, depth first.
-func sortByMtime(files []run.FileEntry, newestFirst bool) {
-	order := newDirOrder()
-	keys := make(map[string][]int, len(files))
-	for _, f := range files {
-		keys[f.Path] = order.key(f.Path)
-	}
-	sort.SliceStable(files, func(i, j int) bool {
-		a, b := files[i].ModTime, files[j].ModTime
-		if !a.Equal(b) {
-			if newestFirst {
-				return a.After(b)
-			}
-			return a.Before(b)
-		}
-		return lessInts(keys[files[i].Path], keys[files[j].Path])
-	})
-}
-
-// dirOrder knows the position of each name in its directory's listing, in
-// the order the file system returns them (what a walker without sorting
-// sees), so ties sort as ripgrep's single-threaded walk yields them.
-type dirOrder map[string]map[string]int
-
-func newDirOrder() dirOrder { return dirOrder{} }
-
-func (d dirOrder) key(p string) []int {
-	var key []int
-	for dir, name := filepath.Dir(p), filepath.Base(p); ; dir, name = filepath.Dir(dir), filepath.Base(dir) {
-		key = append(key, d.pos(dir, name))
-		if dir == "/" || dir == "." {
-			break
-		}
-	}
-	for i, j := 0, len(key)-1; i < j; i, j = i+1, j-1 {
-		key[i], key[j] = key[j], key[i]
-	}
-	return key
-}
-
-func (d dirOrder) pos(dir, name string) int {
-	m, ok := d[dir]
-	if !ok {
-		m = map[string]int{}
-		if f, err := os.Open(dir); err == nil {
-			entries, _ := f.ReadDir(-1)
-			f.Close()
-			for i, e := range entries {
-				m[e.Name()] = i
-			}
-		}
-		d[dir] = m
-	}
-	if i, ok := m[name]; ok {
-		return i
-	}
-	return 1 << 30
-}
-
-func lessInts(a, b []int) bool {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if a[i] != b[i] {
-			return a[i] < b[i]
-		}
-	}
-	return len(a) < len(b)
 }
 
 type grepNative struct {

@@ -96,7 +96,7 @@ func (format) CheckReplayable(call *trajectory.ToolCall) error {
 	}
 	for _, m := range submitMarkers {
 		if strings.Contains(cmd.Str, m) {
-			return fmt.Errorf("submission command ends the episode; choose an earlier step")
+			return fmt.Errorf("submission command %w", trajectory.ErrEndsEpisode)
 		}
 	}
 	return nil

@@ -115,7 +115,7 @@ func TestCheckReplayable(t *testing.T) {
 		{"bash", `{"command":"ls -la"}`, ""},
 		{"bash", `{"command": "cd /testbed && python -m pytest"}`, ""},
 		{"bash", `{"command":"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached"}`,
-			"submission command ends the episode; choose an earlier step"},
+			"submission command ends the episode"},
 		{"bash", `{"command":"echo MINI_SWE_AGENT_FINAL_OUTPUT"}`, "submission command ends the episode"},
 		{"bash", `{"cmd":"ls"}`, `no "command" string`},
 		{"bash", `"ls"`, `no "command" string`},
@@ -128,7 +128,7 @@ func TestCheckReplayable(t *testing.T) {
 	// submission message), so the prefix check must catch it.
 	tr := decodeFile(t, "miniswe_testdata_local.traj.json")
 	stale := trajectory.CheckPrefixTools(New(), tr, len(tr.Steps()))
-	if len(stale) != 1 || stale[0].Step != 2 || !strings.Contains(stale[0].Error(), "submission command ends the episode") {
+	if len(stale) != 1 || stale[0].Step != 2 || !stale[0].EndsEpisode || !strings.Contains(stale[0].Error(), "submission command ends the episode") {
 		t.Errorf("stale = %v", stale)
 	}
 }

@@ -197,7 +197,7 @@ func (format) CheckReplayable(call *trajectory.ToolCall) error {
 	case "delegate":
 		return fmt.Errorf("delegation starts a sub-agent, which needs a model")
 	case "finish", "reject":
-		return fmt.Errorf("%s ends the episode; choose an earlier step", call.Name)
+		return fmt.Errorf("%s %w", call.Name, trajectory.ErrEndsEpisode)
 	}
 	return fmt.Errorf("OpenHands action %q is not one the replay re-executes (%s)", call.Name,
 		strings.Join(format{}.ReplayTools(), ", "))

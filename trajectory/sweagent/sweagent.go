@@ -83,9 +83,9 @@ func (format) CheckReplayable(call *trajectory.ToolCall) error {
 	}
 	switch cmd := command(action.Str); {
 	case cmd == "submit":
-		return fmt.Errorf("submit ends the episode; choose an earlier step")
+		return fmt.Errorf("submit %w", trajectory.ErrEndsEpisode)
 	case strings.HasPrefix(cmd, "exit_"):
-		return fmt.Errorf("%s is SWE-agent ending the episode on its own; choose an earlier step", cmd)
+		return fmt.Errorf("%s is SWE-agent ending the episode on its own: it %w", cmd, trajectory.ErrEndsEpisode)
 	}
 	return nil
 }

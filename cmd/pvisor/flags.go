@@ -1,0 +1,59 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/pvisor/pvisor/trajectory/agents"
+)
+
+// parseFlags parses args into fs for every subcommand alike: --help and -h
+// print usage and fs's flags to stdout (so 'pvisor X --help | less' works)
+// and return pflag.ErrHelp; pflag prints nothing itself, and an unknown flag
+// close to a known one says which was meant.
+func parseFlags(fs *pflag.FlagSet, usage string, args []string, stdout io.Writer) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if err == pflag.ErrHelp {
+		printHelp(stdout, usage, fs)
+		return err
+	}
+	return flagError(fs, err)
+}
+
+// printHelp is usage followed by fs's flags.
+func printHelp(w io.Writer, usage string, fs *pflag.FlagSet) {
+	fmt.Fprint(w, usage)
+	if fs != nil {
+		fmt.Fprint(w, fs.FlagUsages())
+	}
+}
+
+// flagError adds "did you mean --x?" to an unknown flag close to one of fs's.
+func flagError(fs *pflag.FlagSet, err error) error {
+	var ne *pflag.NotExistError
+	if err == nil || !errors.As(err, &ne) || ne.GetSpecifiedShortnames() != "" {
+		return err
+	}
+	var names []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			names = append(names, f.Name)
+		}
+	})
+	if s := agents.Closest(ne.GetSpecifiedName(), names); s != "" {
+		return fmt.Errorf("%w; did you mean --%s?", err, s)
+	}
+	return err
+}
+
+// agentHint is "; did you mean X?" for a mistyped agent name, or "".
+func agentHint(name string) string { return agents.DidYouMean(name) }
+
+// joinAgents lists agent names for help texts.
+func joinAgents(names []string) string { return strings.Join(names, ", ") }
