@@ -203,8 +203,7 @@ func TestConformsToPvisor(t *testing.T) {
 				if fx.agent == "codex" || fx.agent == "mini-swe-agent" {
 					return // steps or turns counted in other units (README)
 				}
-				// Pi's form ("events:N") is the Pi format's to give (README).
-				if d := cmp.Diff(locators(p.manifest), locators(o.manifest)); d != "" && fx.agent != "pi-agent" {
+				if d := cmp.Diff(locators(p.manifest), locators(o.manifest)); d != "" {
 					t.Errorf("native_locator (-pVisor +pvisor):\n%s", d)
 				}
 				if !cmp.Equal(p.result["prefix_model_turns"], o.result["prefix_model_turns"]) {
