@@ -132,6 +132,7 @@ func (s *claudeStaged) stage(rebuilt []byte) ([]byte, error) {
 		s.meta["relocated"] = map[string]string{"cwd": s.c.Paths.From + " -> " + s.c.Paths.To}
 	}
 	var out bytes.Buffer
+	host := hostOSVersion()
 	for n, line := range bytes.SplitAfter(rebuilt, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
@@ -139,6 +140,10 @@ func (s *claudeStaged) stage(rebuilt []byte) ([]byte, error) {
 		line, _, err := s.c.Paths.JSON(line)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n+1, err)
+		}
+		if moved, from := relocateEnvironment(line, host); from != "" {
+			line = moved
+			s.meta["relocated_os_version"] = from + " -> " + host
 		}
 		if sid := gjson.GetBytes(line, "sessionId").Str; sid != "" && gjson.GetBytes(line, "uuid").Exists() {
 			s.sid = sid

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -111,6 +112,7 @@ type ClaudeSplit struct {
 	ResumePrompt string        // "marker", "default" or "" (none)
 	NoResponse   bool          // the synthetic "No response requested." was there
 	Reminders    int           // runtime reminder blocks before the nonce, moved to the first user message
+	DateChange   bool          // the notice that today is another day than the session's last (a runtime item)
 	Context      []ContextItem // role "system" messages between the nonce and the first live answer
 	Live         []json.RawMessage
 }
@@ -128,6 +130,9 @@ func (s *ClaudeSplit) Variant() string {
 		parts = append(parts, "reminders")
 	}
 	parts = append(parts, "nonce")
+	if s.DateChange {
+		parts = append(parts, "date-change")
+	}
 	if len(s.Context) > 0 {
 		parts = append(parts, "context")
 	}
@@ -252,6 +257,15 @@ func StripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce
 		text := onlyText(items[ctxEnd].Get("content"))
 		if isTurnReminder(text) {
 			s.Runtime++
+			continue
+		}
+		if isDateChange(text) {
+			// A session resumed on a later day than it last ran is told so
+			// (2.1.3xx): the time between the recording and the replay,
+			// which no rebuilt session can undo; kept where it is, counted
+			// as a runtime item and named in the variant.
+			s.Runtime++
+			s.DateChange = true
 			continue
 		}
 		place := PlacedAfterBoundary
@@ -390,6 +404,12 @@ func asContext(m gjson.Result) string {
 
 // isTurnReminder reports whether a system message's text is the per-turn
 // token-count reminder Claude Code adds after the newest message.
+// dateChange is Claude Code's notice of a new day: "The date has changed.
+// Today's date is now 2026-12-02. DO NOT mention this …".
+var dateChange = regexp.MustCompile(`^The date has changed\. Today's date is now \d{4}-\d{2}-\d{2}\.[^\n]*\n?$`)
+
+func isDateChange(text string) bool { return dateChange.MatchString(text) }
+
 func isTurnReminder(text string) bool {
 	return strings.HasPrefix(text, "<total_tokens>") && strings.HasSuffix(strings.TrimRight(text, "\n"), "</total_tokens>") &&
 		!strings.Contains(text, "\n\n")

@@ -88,6 +88,10 @@ func checkClaudeContinuation(t *testing.T, s *recordedSession, cr *continueRun, 
 		// context reminder's date may differ). Another release renders its
 		// runtime items its own way: the projection check above holds it.
 		_, orig := messages(t, s.requests[prefixTurns].Body)
+		// Resumed on a later day than it was recorded, 2.1.3xx tells the
+		// model so after the nonce (the envelope keeps it as a runtime
+		// item); the recording, made the same day, has no such notice.
+		firstRaw = withoutDateChange(firstRaw)
 		if !s.sameRelease() {
 			orig = nil
 		} else if len(orig) != len(firstRaw) {
@@ -175,6 +179,23 @@ func withObservations(t *testing.T, recorded, forwarded string) string {
 		t.Logf("observation of %s was regenerated differently: recorded %s, replayed %s", id, b.Get("content").Raw, f)
 		nb := strings.Replace(b.Raw, `"content":`+b.Get("content").Raw, `"content":`+f, 1)
 		out = strings.Replace(out, b.Raw, nb, 1)
+	}
+	return out
+}
+
+// withoutDateChange drops Claude Code's "The date has changed." notices.
+func withoutDateChange(msgs []string) []string {
+	var out []string
+	for _, m := range msgs {
+		r := gjson.Parse(m)
+		text := r.Get("content").Str
+		if r.Get("content").IsArray() {
+			text = r.Get("content.0.text").Str
+		}
+		if r.Get("role").Str == "system" && strings.HasPrefix(text, "The date has changed. Today's date is now ") {
+			continue
+		}
+		out = append(out, m)
 	}
 	return out
 }
