@@ -141,6 +141,10 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 	shard, err := chooseShard(o, spec)
 	if err != nil {
 		errs = append(errs, err)
+	} else if spec != nil {
+		// The CLIs this shard continues: present and executable, and
+		// (not for --dry-run, which starts nothing) each that agent's.
+		errs = append(errs, batch.CheckEntrypoints(context.Background(), shard.Select(runs), !o.dryRun)...)
 	}
 	if len(errs) > 0 {
 		return batchFail(stdout, stderr, fmt.Errorf("%d problem(s), nothing was started:\n%v", len(errs), joinErrors(errs)))
