@@ -35,7 +35,7 @@ the same file again skips what finished and redoes what was interrupted.
     output_dir = "out"
     jobs = 2
     # workspaces = "overlay"   # root: a per-run upper over a shared lower, no copy
-    # shards = 4               # for 'emit' and JOB_COMPLETION_INDEX
+    # shards = 4               # tasks for 'emit' (default: one per jobs runs) and JOB_COMPLETION_INDEX
 
     [replay]                   # defaults: any key of a replay --config [replay]
     upstream = "recorded"
@@ -294,8 +294,10 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 	}
 	kind := fs.Arg(0)
 	spec, errs := loadBatch(fs.Arg(1))
+	var runs []*batch.Run
 	if spec != nil {
-		_, more := batch.Expand(spec)
+		var more []error
+		runs, more = batch.Expand(spec)
 		errs = append(errs, more...)
 	}
 	if len(errs) > 0 {
@@ -309,7 +311,9 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 		job.Jobs = max(spec.Jobs, 1)
 	}
 	if job.Shards < 1 {
-		return batchFail(stdout, stderr, fmt.Errorf("how many tasks? set [batch] shards in the file or pass --shards N"))
+		job.Shards = batch.DefaultShards(len(runs), job.Jobs)
+		fmt.Fprintf(stderr, "pvisor batch emit: no [batch] shards in the file and no --shards: %d tasks, one per %d of the %d runs (set shards to choose)\n",
+			job.Shards, job.Jobs, len(runs))
 	}
 	name := "slurm.sh"
 	switch {
