@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"sync"
 	"time"
 
@@ -85,6 +86,11 @@ type Summary struct {
 	Total, Skipped, Ran, Failed, Interrupted int
 	FirstFailure                             *Record // in expansion order
 	firstFailure                             int     // its index
+	// InterruptedRuns are the runs a signal left unfinished (stopped while
+	// running, or never started), in expansion order: no record, so the
+	// next attempt redoes them.
+	InterruptedRuns []string
+	interrupted     []*Run
 }
 
 // Execute runs this shard's share of runs. Runs with a record are skipped;
@@ -136,6 +142,7 @@ func Execute(ctx context.Context, runs []*Run, layout Layout, opt Options) (*Sum
 				switch {
 				case interrupted:
 					sum.Interrupted++
+					sum.interrupted = append(sum.interrupted, r)
 				default:
 					sum.Ran++
 					if rec.ExitCode != 0 {
@@ -152,10 +159,12 @@ func Execute(ctx context.Context, runs []*Run, layout Layout, opt Options) (*Sum
 			}
 		}()
 	}
+	fed := 0
 feed:
 	for _, r := range todo {
 		select {
 		case queue <- r:
+			fed++
 		case <-ctx.Done():
 			break feed
 		}
@@ -163,10 +172,15 @@ feed:
 	close(queue)
 	wg.Wait()
 	if ctx.Err() != nil {
-		sum.Interrupted = sum.Total - sum.Skipped - sum.Ran
+		sum.interrupted = append(sum.interrupted, todo[fed:]...)
+		sum.Interrupted = len(sum.interrupted)
+		sort.Slice(sum.interrupted, func(i, j int) bool { return sum.interrupted[i].Index < sum.interrupted[j].Index })
+		for _, r := range sum.interrupted {
+			sum.InterruptedRuns = append(sum.InterruptedRuns, r.ID)
+		}
 	}
 	ev.emit(map[string]any{"event": "batch_finished", "ran": sum.Ran, "failed": sum.Failed,
-		"skipped": sum.Skipped, "interrupted": sum.Interrupted})
+		"skipped": sum.Skipped, "interrupted": sum.Interrupted, "interrupted_runs": sum.InterruptedRuns})
 	return sum, ev.err
 }
 
@@ -277,12 +291,16 @@ func (e *events) emit(ev map[string]any) {
 // run's category (so the exit code says what kind of failure to look at).
 func (s *Summary) Result(id string, l Layout, shard Shard) *result.Result {
 	res := result.New(id, "")
-	res.Metadata["batch"] = map[string]any{"runs": s.Total, "skipped": s.Skipped, "ran": s.Ran,
+	meta := map[string]any{"runs": s.Total, "skipped": s.Skipped, "ran": s.Ran,
 		"failed": s.Failed, "interrupted": s.Interrupted, "output_dir": l.Out, "shard": shard.String()}
+	if len(s.InterruptedRuns) > 0 {
+		meta["interrupted_runs"] = s.InterruptedRuns
+	}
+	res.Metadata["batch"] = meta
 	res.OutputDir = &l.Out
 	switch {
 	case s.Interrupted > 0:
-		res.Fail(result.InternalError, fmt.Sprintf("interrupted: %d of %d runs did not finish; run the same command again to resume them", s.Interrupted, s.Total))
+		res.Fail(result.Interrupted, fmt.Sprintf("interrupted: %d of %d runs did not finish (metadata.batch.interrupted_runs); run the same command again to resume them", s.Interrupted, s.Total))
 	case s.FirstFailure != nil:
 		var first result.Result
 		category := result.InternalError

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -146,6 +147,18 @@ func TestInterruptStopsRunsCleanlyAndResumeRedoesThem(t *testing.T) {
 	}
 	if recs, _ := os.ReadDir(RecordsDir(layout.Out)); len(recs) != 0 {
 		t.Errorf("interrupted runs left records: %v", recs)
+	}
+	// Two stopped while running, one never started: all three are named,
+	// in expansion order, and the batch ends interrupted (exit 130).
+	if want := []string{runs[0].ID, runs[1].ID, runs[2].ID}; !slices.Equal(sum.InterruptedRuns, want) {
+		t.Errorf("interrupted runs %v, want %v", sum.InterruptedRuns, want)
+	}
+	res := sum.Result("b", layout, Shard{})
+	if res.Failure == nil || res.Failure.Category != result.Interrupted || result.ExitCode(res.Failure) != 130 {
+		t.Errorf("batch result failure %+v, want interrupted (exit 130)", res.Failure)
+	}
+	if got := res.Metadata["batch"].(map[string]any)["interrupted_runs"]; !slices.Equal(got.([]string), sum.InterruptedRuns) {
+		t.Errorf("metadata.batch.interrupted_runs = %v", got)
 	}
 
 	// Resumed with the real child: every run is redone, in fresh dirs.
