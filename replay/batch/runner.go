@@ -179,8 +179,12 @@ feed:
 			sum.InterruptedRuns = append(sum.InterruptedRuns, r.ID)
 		}
 	}
-	ev.emit(map[string]any{"event": "batch_finished", "ran": sum.Ran, "failed": sum.Failed,
-		"skipped": sum.Skipped, "interrupted": sum.Interrupted, "interrupted_runs": sum.InterruptedRuns})
+	fin := map[string]any{"event": "batch_finished", "ran": sum.Ran, "failed": sum.Failed,
+		"skipped": sum.Skipped, "interrupted": sum.Interrupted}
+	if len(sum.InterruptedRuns) > 0 {
+		fin["interrupted_runs"] = sum.InterruptedRuns
+	}
+	ev.emit(fin)
 	return sum, ev.err
 }
 
