@@ -12,12 +12,12 @@ func Markdown(rep *Report) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Batch report\n\n%d runs from %s.\n\n", len(rep.Runs), strings.Join(rep.Sources, ", "))
 	b.WriteString("## Next action and observations per boundary\n\n")
-	b.WriteString("| agent | upstream | after step | runs | failed | compared | tool-name agreement | exact-tool agreement | text similarity median (min–max) | observations exact / normalized / different | wall time mean (max) |\n")
+	b.WriteString("| agent | upstream | after step | runs | failed | compared | tool-name agreement (95% CI) | exact-tool agreement (95% CI) | text similarity median (min–max) | observations exact / normalized / different | wall time mean (max) |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n")
 	for _, g := range rep.Groups {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s |\n",
 			g.Agent, g.Upstream, g.AfterStep, g.Runs, g.Failed, g.Compared,
-			pct(g.ToolNameAgreement), pct(g.ExactToolAgreement), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
+			pctCI(g.ToolNameAgreement, g.ToolNameAgreementCI), pctCI(g.ExactToolAgreement, g.ExactToolAgreementCI), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
 	}
 	b.WriteString("\n## Failures by category\n\n")
 	failures := failureTotals(rep)

@@ -26,6 +26,9 @@ type Report struct {
 	Sources       []string `json:"sources"`
 	Runs          []Run    `json:"runs"`
 	Groups        []Group  `json:"groups"`
+	// linkBase is the directory the rendered report lands in (Write):
+	// run links are relative to it.
+	linkBase string
 }
 
 // Run is one run with what the report reads from its outputs.
@@ -34,7 +37,20 @@ type Run struct {
 	Upstream     string      `json:"upstream"` // "recorded", "anthropic/model", "default"
 	NextAction   *NextAction `json:"next_action"`
 	Observations *Drift      `json:"observations"`
-	failure      string
+	// Failure is the run's failure, category and message, as its result
+	// line gives them; nil for a run that succeeded.
+	Failure *RunFailure `json:"failure,omitempty"`
+	// ResultJSON is the run's result.json under its batch output dir, or
+	// its batch record when the run wrote none (it failed before it had an
+	// output dir).
+	ResultJSON string `json:"result_json"`
+	failure    string
+}
+
+// RunFailure is a failed run's category and message.
+type RunFailure struct {
+	Category string `json:"category"`
+	Message  string `json:"message"`
 }
 
 // NextAction is the part of next-action-comparison.json the study needs.
@@ -64,17 +80,25 @@ type Group struct {
 	Compared           int            `json:"compared"` // runs with a next-action comparison
 	ToolNameAgreement  *float64       `json:"tool_name_agreement"`
 	ExactToolAgreement *float64       `json:"exact_tool_agreement"`
-	TextSimilarity     *Distribution  `json:"text_similarity"`
-	Observations       Drift          `json:"observations"`
-	DriftShares        *Shares        `json:"drift_shares"`
-	WallMS             Distribution   `json:"wall_ms"`
+	// Wilson 95% intervals of the two agreements, over Compared runs.
+	ToolNameAgreementCI  *Interval     `json:"tool_name_agreement_ci"`
+	ExactToolAgreementCI *Interval     `json:"exact_tool_agreement_ci"`
+	TextSimilarity       *Distribution `json:"text_similarity"`
+	Observations         Drift         `json:"observations"`
+	DriftShares          *Shares       `json:"drift_shares"`
+	WallMS               Distribution  `json:"wall_ms"`
 }
 
-// Shares are Drift as fractions of the calls.
+// Shares are Drift as fractions of the calls, each with its Wilson 95%
+// interval (which takes the calls as independent; calls of one run are
+// not quite, so read them as a lower bound on the uncertainty).
 type Shares struct {
-	Exact           float64 `json:"exact"`
-	NormalizedExact float64 `json:"normalized_exact"`
-	Different       float64 `json:"different"`
+	Exact             float64  `json:"exact"`
+	NormalizedExact   float64  `json:"normalized_exact"`
+	Different         float64  `json:"different"`
+	ExactCI           Interval `json:"exact_ci"`
+	NormalizedExactCI Interval `json:"normalized_exact_ci"`
+	DifferentCI       Interval `json:"different_ci"`
 }
 
 // Distribution summarises values; Histogram has ten bins over [0, 1] and is
@@ -137,11 +161,18 @@ func readRun(dir string, rec *batch.Record) Run {
 	r := Run{Record: *rec, Upstream: upstreamLabel(rec.Upstream, rec.Model)}
 	var res result.Result
 	if json.Unmarshal(rec.Result, &res) == nil && res.Failure != nil {
-		r.failure = res.Failure.Category
+		r.Failure = &RunFailure{Category: res.Failure.Category, Message: res.Failure.Message}
 	} else if rec.ExitCode != 0 {
-		r.failure = result.InternalError
+		r.Failure = &RunFailure{Category: result.InternalError, Message: fmt.Sprintf("exit %d without a failure in its result line", rec.ExitCode)}
+	}
+	if r.Failure != nil {
+		r.failure = r.Failure.Category
 	}
 	out := filepath.Join(dir, rec.RunID)
+	r.ResultJSON = filepath.Join(out, "result.json")
+	if _, err := os.Stat(r.ResultJSON); err != nil {
+		r.ResultJSON = filepath.Join(batch.RecordsDir(dir), rec.RunID+".json")
+	}
 	var cmp result.NextActionComparison
 	if readJSON(filepath.Join(out, "next-action-comparison.json"), &cmp) {
 		m := cmp.Metrics
@@ -231,6 +262,7 @@ func group(runs []Run) Group {
 	if g.Compared > 0 {
 		g.ToolNameAgreement = ratio(names, g.Compared)
 		g.ExactToolAgreement = ratio(exact, g.Compared)
+		g.ToolNameAgreementCI, g.ExactToolAgreementCI = wilson(names, g.Compared), wilson(exact, g.Compared)
 	}
 	if len(sims) > 0 {
 		d := distribution(sims)
@@ -239,7 +271,8 @@ func group(runs []Run) Group {
 	}
 	if o := g.Observations; o.Calls > 0 {
 		g.DriftShares = &Shares{Exact: *ratio(o.Exact, o.Calls), NormalizedExact: *ratio(o.NormalizedExact, o.Calls),
-			Different: *ratio(o.Different, o.Calls)}
+			Different: *ratio(o.Different, o.Calls), ExactCI: *wilson(o.Exact, o.Calls),
+			NormalizedExactCI: *wilson(o.NormalizedExact, o.Calls), DifferentCI: *wilson(o.Different, o.Calls)}
 	}
 	g.WallMS = distribution(walls)
 	return g
@@ -293,8 +326,25 @@ func Write(rep *Report, dir string) error {
 	if err := result.WriteJSON(filepath.Join(dir, "report.json"), rep); err != nil {
 		return err
 	}
+	rep.linkBase = dir
 	if err := result.WriteFile(filepath.Join(dir, "report.md"), Markdown(rep)); err != nil {
 		return err
 	}
 	return result.WriteFile(filepath.Join(dir, "report.html"), HTML(rep))
+}
+
+// link is where the report in linkBase reaches a run's result: relative,
+// so the study dir can move or be archived with its report.
+func (rep *Report) link(r Run) string {
+	target := r.ResultJSON
+	if rep.linkBase != "" {
+		base, err1 := filepath.Abs(rep.linkBase)
+		abs, err2 := filepath.Abs(target)
+		if err1 == nil && err2 == nil {
+			if rel, err := filepath.Rel(base, abs); err == nil {
+				target = rel
+			}
+		}
+	}
+	return filepath.ToSlash(target)
 }
