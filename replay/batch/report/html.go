@@ -31,10 +31,10 @@ td.failure{text-align:left;max-width:36em;white-space:pre-wrap;word-break:break-
 	agreementFigure(&b, series)
 	driftFigure(&b, series)
 	histChart(&b, "plot-similarity", "Text similarity of the next action", series)
-	b.WriteString("<h2>Per boundary</h2>\n<table><tr><th>agent</th><th>upstream</th><th>after step</th><th>runs</th><th>failed</th><th>compared</th><th>tool-name agreement (95% CI)</th><th>exact-tool agreement (95% CI)</th><th>text similarity median (min–max)</th><th>observations exact / normalized / different</th><th>wall time mean (max)</th></tr>\n")
+	b.WriteString("<h2>Per boundary</h2>\n<table><tr><th>agent</th><th>CLI release</th><th>recorded by</th><th>upstream</th><th>after step</th><th>runs</th><th>failed</th><th>compared</th><th>tool-name agreement (95% CI)</th><th>exact-tool agreement (95% CI)</th><th>text similarity median (min–max)</th><th>observations exact / normalized / different</th><th>wall time mean (max)</th></tr>\n")
 	for _, g := range rep.Groups {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-			html.EscapeString(g.Agent), html.EscapeString(g.Upstream), g.AfterStep, g.Runs, g.Failed, g.Compared,
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+			html.EscapeString(g.Agent), html.EscapeString(orDash(g.AgentVersion)), html.EscapeString(recordedCell(g.RecordedVersions)), html.EscapeString(g.Upstream), g.AfterStep, g.Runs, g.Failed, g.Compared,
 			pctCI(g.ToolNameAgreement, g.ToolNameAgreementCI), pctCI(g.ExactToolAgreement, g.ExactToolAgreementCI), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
 	}
 	b.WriteString("</table>\n<h2>Failures by category</h2>\n")
@@ -48,11 +48,11 @@ td.failure{text-align:left;max-width:36em;white-space:pre-wrap;word-break:break-
 		b.WriteString("</table>\n")
 	}
 	b.WriteString("<h2>Runs</h2>\n<p>Each run id links to its result.json (its batch record when it wrote none).</p>\n")
-	b.WriteString("<table><tr><th>run</th><th>trajectory</th><th>after step</th><th>repeat</th><th>exit</th><th>tool names equal</th><th>text similarity</th><th>failure</th></tr>\n")
+	b.WriteString("<table><tr><th>run</th><th>trajectory</th><th>CLI (recorded → continued)</th><th>after step</th><th>repeat</th><th>exit</th><th>tool names equal</th><th>text similarity</th><th>failure</th></tr>\n")
 	for _, r := range rep.Runs {
 		names, sim := nextActionCells(r)
-		fmt.Fprintf(&b, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td class=\"failure\">%s</td></tr>\n",
-			html.EscapeString(rep.link(r)), html.EscapeString(r.RunID), html.EscapeString(r.Trajectory), r.AfterStep, r.Repeat, r.ExitCode, names, sim, failureCell(r.Failure))
+		fmt.Fprintf(&b, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td class=\"failure\">%s</td></tr>\n",
+			html.EscapeString(rep.link(r)), html.EscapeString(r.RunID), html.EscapeString(r.Trajectory), html.EscapeString(versionCell(r.RecordedVersion, r.AgentVersion)), r.AfterStep, r.Repeat, r.ExitCode, names, sim, failureCell(r.Failure))
 	}
 	b.WriteString("</table>\n</body></html>\n")
 	return b.Bytes()
@@ -67,7 +67,11 @@ type series struct {
 func seriesOf(rep *Report) []series {
 	var out []series
 	for _, g := range rep.Groups {
-		name := g.Agent + " · " + g.Upstream
+		name := g.Agent
+		if g.AgentVersion != "" {
+			name += " " + g.AgentVersion
+		}
+		name += " · " + g.Upstream
 		if len(out) == 0 || out[len(out)-1].name != name {
 			out = append(out, series{name: name})
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,9 +35,14 @@ type Report struct {
 // Run is one run with what the report reads from its outputs.
 type Run struct {
 	batch.Record
-	Upstream     string      `json:"upstream"` // "recorded", "anthropic/model", "default"
-	NextAction   *NextAction `json:"next_action"`
-	Observations *Drift      `json:"observations"`
+	Upstream string `json:"upstream"` // "recorded", "anthropic/model", "default"
+	// AgentVersion is the release of the CLI that continued (the result's
+	// agent.version; see versions.go for runs that never asked it), and
+	// RecordedVersion the release that wrote the session.
+	AgentVersion    string      `json:"agent_version"`
+	RecordedVersion string      `json:"recorded_version"`
+	NextAction      *NextAction `json:"next_action"`
+	Observations    *Drift      `json:"observations"`
 	// Failure is the run's failure, category and message, as its result
 	// line gives them; nil for a run that succeeded.
 	Failure *RunFailure `json:"failure,omitempty"`
@@ -69,10 +75,13 @@ type Drift struct {
 	Different       int `json:"different"`
 }
 
-// Group aggregates the runs of one agent × upstream × boundary.
+// Group aggregates the runs of one agent × continuing CLI release ×
+// upstream × boundary.
 type Group struct {
 	Agent              string         `json:"agent"`
 	Upstream           string         `json:"upstream"`
+	AgentVersion       string         `json:"agent_version"`     // "" when no run of the group knows it
+	RecordedVersions   []string       `json:"recorded_versions"` // of the sessions, distinct, in order
 	AfterStep          int            `json:"after_step"`
 	Runs               int            `json:"runs"`
 	Failed             int            `json:"failed"`
@@ -134,6 +143,7 @@ func Build(dirs []string) (*Report, error) {
 			rep.Runs = append(rep.Runs, readRun(dir, rec))
 		}
 	}
+	inferVersions(rep.Runs)
 	sort.Slice(rep.Runs, func(i, j int) bool {
 		a, b := rep.Runs[i], rep.Runs[j]
 		if a.Agent != b.Agent {
@@ -141,6 +151,9 @@ func Build(dirs []string) (*Report, error) {
 		}
 		if a.Upstream != b.Upstream {
 			return a.Upstream < b.Upstream
+		}
+		if c := compareVersions(a.AgentVersion, b.AgentVersion); c != 0 {
+			return c < 0
 		}
 		if a.AfterStep != b.AfterStep {
 			return a.AfterStep < b.AfterStep
@@ -168,6 +181,7 @@ func readRun(dir string, rec *batch.Record) Run {
 	if r.Failure != nil {
 		r.failure = r.Failure.Category
 	}
+	r.AgentVersion, r.RecordedVersion = versionsOf(&res)
 	out := filepath.Join(dir, rec.RunID)
 	r.ResultJSON = filepath.Join(out, "result.json")
 	if _, err := os.Stat(r.ResultJSON); err != nil {
@@ -220,7 +234,8 @@ func aggregate(runs []Run) []Group {
 	groups := []Group{}
 	for i := 0; i < len(runs); {
 		j := i
-		for j < len(runs) && runs[j].Agent == runs[i].Agent && runs[j].Upstream == runs[i].Upstream && runs[j].AfterStep == runs[i].AfterStep {
+		for j < len(runs) && runs[j].Agent == runs[i].Agent && runs[j].Upstream == runs[i].Upstream &&
+			runs[j].AgentVersion == runs[i].AgentVersion && runs[j].AfterStep == runs[i].AfterStep {
 			j++
 		}
 		groups = append(groups, group(runs[i:j]))
@@ -230,11 +245,14 @@ func aggregate(runs []Run) []Group {
 }
 
 func group(runs []Run) Group {
-	g := Group{Agent: runs[0].Agent, Upstream: runs[0].Upstream, AfterStep: runs[0].AfterStep, Runs: len(runs),
-		FailuresByCategory: map[string]int{}}
+	g := Group{Agent: runs[0].Agent, Upstream: runs[0].Upstream, AgentVersion: runs[0].AgentVersion, AfterStep: runs[0].AfterStep,
+		Runs: len(runs), FailuresByCategory: map[string]int{}, RecordedVersions: []string{}}
 	var names, exact int
 	var sims, walls []float64
 	for _, r := range runs {
+		if r.RecordedVersion != "" && !slices.Contains(g.RecordedVersions, r.RecordedVersion) {
+			g.RecordedVersions = append(g.RecordedVersions, r.RecordedVersion)
+		}
 		walls = append(walls, float64(r.WallMS))
 		if r.failure != "" {
 			g.Failed++
