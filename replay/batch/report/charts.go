@@ -74,7 +74,7 @@ func panel(b *bytes.Buffer, title, color string, steps []int) {
 // figure wraps the panels of one plot with its title and key.
 func figure(b *bytes.Buffer, id, title, key string, ss []series, draw func(b *bytes.Buffer, s series, color string, steps []int)) {
 	steps := boundaries(ss)
-	fmt.Fprintf(b, "<figure id=\"%s\" class=\"plot\"><figcaption><b>%s</b> — after step (x), one panel per agent · upstream; %s</figcaption>\n",
+	fmt.Fprintf(b, "<figure id=\"%s\" class=\"plot\"><figcaption><b>%s</b> — after step (x), one panel per agent · CLI release · upstream; %s</figcaption>\n",
 		id, html.EscapeString(title), key)
 	if len(ss) == 0 {
 		panel(b, "no runs", palette[0], nil)
