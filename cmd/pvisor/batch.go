@@ -159,7 +159,7 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "%s\t%s\t%s\tafter_step=%d\trepeat=%d\t%s\n", r.ID, r.Agent, r.Trajectory, r.AfterStep, r.Repeat, state)
 		}
-		res := (&batch.Summary{Total: len(shard.Select(runs))}).Result(id, layout, shard)
+		res := (&batch.Summary{Total: len(shard.Select(runs)), PvisorVersion: version}).Result(id, layout, shard)
 		res.Metadata["dry_run"] = true
 		stdout.Write(res.Line())
 		return 0
@@ -169,7 +169,7 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 		return batchFail(stdout, stderr, fmt.Errorf("find the pvisor binary to run replays: %v", err))
 	}
 	opt := batch.Options{Jobs: o.jobs, Shard: shard, Exec: batch.Child{Path: self}, Stdout: stdout,
-		Progress: stderr, Live: isTerminal(stderr), Workspaces: spec.Workspaces}
+		Progress: stderr, Live: isTerminal(stderr), Workspaces: spec.Workspaces, PvisorVersion: version}
 	if opt.Jobs == 0 {
 		opt.Jobs = spec.Jobs
 	}
@@ -252,6 +252,7 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return batchFail(stdout, stderr, err)
 	}
+	rep.PvisorVersion = version
 	dir := *out
 	if dir == "" {
 		dir = fs.Arg(0)
@@ -267,7 +268,7 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 	for _, name := range []string{"report.json", "report.md", "report.html"} {
 		res.Artifacts = append(res.Artifacts, result.Artifact{Role: "batch_report", Format: report.SchemaVersion, Path: filepath.Join(dir, name)})
 	}
-	res.Metadata["batch_report"] = map[string]any{"runs": len(rep.Runs), "groups": len(rep.Groups)}
+	res.Metadata["batch_report"] = map[string]any{"runs": len(rep.Runs), "groups": len(rep.Groups), "pvisor_version": version}
 	res.Quality = result.QualityVerified
 	fmt.Fprintf(stderr, "pvisor batch report: %d runs in %d groups: %s\n", len(rep.Runs), len(rep.Groups), filepath.Join(dir, "report.html"))
 	stdout.Write(res.Line())

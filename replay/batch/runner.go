@@ -54,6 +54,8 @@ type Record struct {
 	ExitCode   int             `json:"exit_code"`
 	WallMS     int64           `json:"wall_ms"`
 	Result     json.RawMessage `json:"result"`
+	// PvisorVersion is the pvisor that ran the batch (main.version).
+	PvisorVersion string `json:"pvisor_version,omitempty"`
 }
 
 // ReadRecord reads a run record; ok is false when there is none (yet).
@@ -79,6 +81,8 @@ type Options struct {
 	Live       bool      // Progress is a terminal: one redrawn line
 	Events     io.Writer // JSONL events for machines; nil for none
 	Workspaces string    // WorkspacesCopy (default) or WorkspacesOverlay
+	// PvisorVersion is stamped into every record and the batch's line.
+	PvisorVersion string
 }
 
 // Summary counts what a batch did.
@@ -91,6 +95,7 @@ type Summary struct {
 	// next attempt redoes them.
 	InterruptedRuns []string
 	interrupted     []*Run
+	PvisorVersion   string // from Options
 }
 
 // Execute runs this shard's share of runs. Runs with a record are skipped;
@@ -105,7 +110,7 @@ func Execute(ctx context.Context, runs []*Run, layout Layout, opt Options) (*Sum
 			return nil, fmt.Errorf("output dir: %v", err)
 		}
 	}
-	sum := &Summary{Total: len(mine)}
+	sum := &Summary{Total: len(mine), PvisorVersion: opt.PvisorVersion}
 	var todo []*Run
 	for _, r := range mine {
 		if _, done := ReadRecord(layout.record(r.ID)); done {
@@ -192,7 +197,7 @@ feed:
 func runOne(ctx context.Context, r *Run, l Layout, opt Options) (*Record, []byte, bool) {
 	start := time.Now()
 	rec := &Record{RunID: r.ID, Agent: r.Agent, Trajectory: r.Trajectory, AfterStep: r.AfterStep,
-		Repeat: r.Repeat, Upstream: r.Upstream, Model: r.Model}
+		Repeat: r.Repeat, Upstream: r.Upstream, Model: r.Model, PvisorVersion: opt.PvisorVersion}
 	req := r.req
 	req.RunID, req.StateRoot, req.OutputRoot = r.ID, l.State, l.Out
 	res := (*result.Result)(nil)
@@ -299,6 +304,9 @@ func (s *Summary) Result(id string, l Layout, shard Shard) *result.Result {
 		"failed": s.Failed, "interrupted": s.Interrupted, "output_dir": l.Out, "shard": shard.String()}
 	if len(s.InterruptedRuns) > 0 {
 		meta["interrupted_runs"] = s.InterruptedRuns
+	}
+	if s.PvisorVersion != "" {
+		meta["pvisor_version"] = s.PvisorVersion
 	}
 	res.Metadata["batch"] = meta
 	res.OutputDir = &l.Out

@@ -164,14 +164,20 @@ func TestInterruptStopsRunsCleanlyAndResumeRedoesThem(t *testing.T) {
 	// Resumed with the real child: every run is redone, in fresh dirs.
 	t.Setenv(fakeChildEnv, "real")
 	out.Reset()
-	sum, err = Execute(context.Background(), runs, layout, Options{Jobs: 2, Exec: Child{Path: self}, Stdout: &out})
+	sum, err = Execute(context.Background(), runs, layout, Options{Jobs: 2, Exec: Child{Path: self}, Stdout: &out, PvisorVersion: "9.9.9-test"})
 	if err != nil || sum.Ran != 3 || sum.Failed != 0 {
 		t.Fatalf("resume: %+v %v\n%s", sum, err, out.String())
+	}
+	if v := sum.Result("b", layout, Shard{}).Metadata["batch"].(map[string]any)["pvisor_version"]; v != "9.9.9-test" {
+		t.Errorf("the batch's line says pvisor %v, want 9.9.9-test", v)
 	}
 	for _, r := range runs {
 		rec, ok := ReadRecord(filepath.Join(RecordsDir(layout.Out), r.ID+".json"))
 		if !ok {
 			t.Fatalf("no record for %s", r.ID)
+		}
+		if rec.PvisorVersion != "9.9.9-test" {
+			t.Errorf("%s: record says pvisor %q, want the batch's 9.9.9-test", r.ID, rec.PvisorVersion)
 		}
 		var res result.Result
 		if err := json.Unmarshal(rec.Result, &res); err != nil || res.Phase == nil || *res.Phase != result.PhasePrepared || res.AfterStep != r.AfterStep {

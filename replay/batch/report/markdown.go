@@ -11,6 +11,7 @@ import (
 func Markdown(rep *Report) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Batch report\n\n%d runs from %s.\n\n", len(rep.Runs), strings.Join(rep.Sources, ", "))
+	b.WriteString(provenance(rep) + "\n\n")
 	b.WriteString("## Next action and observations per boundary\n\n")
 	b.WriteString("| agent | CLI release | recorded by | upstream | after step | runs | failed | compared | tool-name agreement (95% CI) | exact-tool agreement (95% CI) | text similarity median (min–max) | observations exact / normalized / different | wall time mean (max) |\n")
 	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n")

@@ -23,7 +23,11 @@ const SchemaVersion = "pvisor.batch-report/v1"
 
 // Report is report.json.
 type Report struct {
-	SchemaVersion string   `json:"schema_version"`
+	SchemaVersion string `json:"schema_version"`
+	// PvisorVersion is the pvisor that built the report; RunsBy lists the
+	// pvisor versions that ran its runs (their records' pvisor_version).
+	PvisorVersion string   `json:"pvisor_version,omitempty"`
+	RunsBy        []string `json:"runs_by_pvisor"`
 	Sources       []string `json:"sources"`
 	Runs          []Run    `json:"runs"`
 	Groups        []Group  `json:"groups"`
@@ -36,8 +40,8 @@ type Report struct {
 type Run struct {
 	batch.Record
 	Upstream string `json:"upstream"` // "recorded", "anthropic/model", "default"
-	// AgentVersion is the release of the CLI that continued (the result's
-	// agent.version; see versions.go for runs that never asked it), and
+	// AgentVersion is the release of the CLI that continued, as the CLI
+	// gave it (see versions.go, also for runs that never asked it), and
 	// RecordedVersion the release that wrote the session.
 	AgentVersion    string      `json:"agent_version"`
 	RecordedVersion string      `json:"recorded_version"`
@@ -124,7 +128,7 @@ type Distribution struct {
 // Build reads the records under each dir (a batch output dir). A run id
 // found in several dirs is taken from the first.
 func Build(dirs []string) (*Report, error) {
-	rep := &Report{SchemaVersion: SchemaVersion, Sources: dirs, Runs: []Run{}, Groups: []Group{}}
+	rep := &Report{SchemaVersion: SchemaVersion, Sources: dirs, Runs: []Run{}, Groups: []Group{}, RunsBy: []string{}}
 	seen := map[string]bool{}
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(batch.RecordsDir(dir))
@@ -144,6 +148,15 @@ func Build(dirs []string) (*Report, error) {
 		}
 	}
 	inferVersions(rep.Runs)
+	for _, r := range rep.Runs {
+		if !slices.Contains(rep.RunsBy, r.PvisorVersion) {
+			rep.RunsBy = append(rep.RunsBy, r.PvisorVersion)
+		}
+	}
+	slices.SortFunc(rep.RunsBy, compareVersions) // "" (records from before the field) first
+	for i, v := range rep.RunsBy {
+		rep.RunsBy[i] = orDash(v)
+	}
 	sort.Slice(rep.Runs, func(i, j int) bool {
 		a, b := rep.Runs[i], rep.Runs[j]
 		if a.Agent != b.Agent {

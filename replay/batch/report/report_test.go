@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -30,6 +31,7 @@ func TestReportGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rep.PvisorVersion = "0.2.0-test"
 	out := shards[0]
 	if err := Write(rep, out); err != nil {
 		t.Fatal(err)
@@ -155,5 +157,24 @@ func TestHTMLRunsLinkAndShowFailures(t *testing.T) {
 	long := &RunFailure{Category: "internal_error", Message: strings.Repeat("é", maxFailureRunes+5)}
 	if got := failureCell(long); !strings.HasSuffix(got, strings.Repeat("é", 3)+"…") || strings.Count(got, "é") != maxFailureRunes {
 		t.Errorf("a long message is not cut at %d runes: %d", maxFailureRunes, strings.Count(got, "é"))
+	}
+}
+
+func TestReportSaysWhichPvisor(t *testing.T) {
+	rep, err := Build(shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// shard-b's records carry the pvisor that ran them; shard-a's predate
+	// the field.
+	if !slices.Equal(rep.RunsBy, []string{"–", "0.1.0"}) {
+		t.Errorf("runs_by_pvisor = %v", rep.RunsBy)
+	}
+	rep.PvisorVersion = "0.2.0"
+	want := "Runs by pvisor –, 0.1.0; report by pvisor 0.2.0."
+	for name, page := range map[string][]byte{"md": Markdown(rep), "html": HTML(rep)} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("%s lacks %q", name, want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/pvisor/pvisor/replay/tested"
@@ -9,11 +10,15 @@ import (
 )
 
 // versionsOf reads, from a run's result, the release of the CLI that
-// continued (agent.version) and the release that recorded the session
-// (metadata.trajectory_agent_version); "" for what it does not say.
+// continued and the release that recorded the session
+// (metadata.trajectory_agent_version); "" for what it does not say. The
+// continuing release is the one the CLI itself gave
+// (metadata.agent_version_check.version), not agent.version, which holds
+// the recorded release until the CLI is asked: a run that failed before
+// that, or started no CLI (prepare-only, replay-only), has none.
 func versionsOf(res *result.Result) (continued, recorded string) {
-	if v := res.Agent.Version; v != nil {
-		continued = *v
+	if check, ok := res.Metadata["agent_version_check"].(map[string]any); ok {
+		continued, _ = check["version"].(string)
 	}
 	if v, ok := res.Metadata["trajectory_agent_version"].(string); ok {
 		recorded = v
@@ -98,4 +103,13 @@ func recordedCell(vs []string) string {
 		return "–"
 	}
 	return strings.Join(vs, ", ")
+}
+
+// provenance says which pvisor ran the runs and which built the report.
+func provenance(rep *Report) string {
+	by := "–"
+	if len(rep.RunsBy) > 0 {
+		by = strings.Join(rep.RunsBy, ", ")
+	}
+	return fmt.Sprintf("Runs by pvisor %s; report by pvisor %s.", by, orDash(rep.PvisorVersion))
 }

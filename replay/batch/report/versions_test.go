@@ -19,6 +19,9 @@ func versionRun(t *testing.T, id, entry, version, recorded string, failed bool) 
 	}
 	if version != "" {
 		res.Agent.Version = &version
+		res.Metadata["agent_version_check"] = map[string]any{"version": version, "in_range": true}
+	} else if recorded != "" {
+		res.Agent.Version = &recorded // what a run holds before its CLI is asked
 	}
 	if recorded != "" {
 		res.Metadata["trajectory_agent_version"] = recorded
