@@ -142,9 +142,16 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		errs = append(errs, err)
 	} else if spec != nil {
-		// The CLIs this shard continues: present and executable, and
-		// (not for --dry-run, which starts nothing) each that agent's.
-		errs = append(errs, batch.CheckEntrypoints(context.Background(), shard.Select(runs), !o.dryRun)...)
+		// The CLIs this shard's unfinished runs continue: present and
+		// executable, and (not for --dry-run, which starts nothing) each
+		// that agent's.
+		var pending []*batch.Run
+		for _, r := range shard.Select(runs) {
+			if _, done := batch.ReadRecord(filepath.Join(batch.RecordsDir(spec.OutputDir), r.ID+".json")); !done {
+				pending = append(pending, r)
+			}
+		}
+		errs = append(errs, batch.CheckEntrypoints(context.Background(), pending, !o.dryRun)...)
 	}
 	if len(errs) > 0 {
 		return batchFail(stdout, stderr, fmt.Errorf("%d problem(s), nothing was started:\n%v", len(errs), joinErrors(errs)))
