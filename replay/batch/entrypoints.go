@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/tested"
@@ -49,7 +50,9 @@ func checkEntrypoint(ctx context.Context, agent, explicit string, probe bool) er
 	}
 	entry, _, err := replay.Entrypoint(explicit, binary, os.Getenv("PATH"))
 	if err != nil {
-		return fmt.Errorf("%s: %s", agent, entrypointHint(err.Error()))
+		// The engine's words name the flag; a batch file has the key.
+		msg := strings.ReplaceAll(err.Error(), "--agent-entrypoint", "agent_entrypoint")
+		return fmt.Errorf("%s: %s", agent, entrypointHint(msg))
 	}
 	if !probe {
 		return nil

@@ -37,7 +37,7 @@ func TestCheckEntrypoints(t *testing.T) {
 	}{
 		{"the agent's CLIs", []*Run{run("a", "codex", codex, replay.Continue), run("b", "claude-code", claude, replay.Continue)}, true, nil},
 		{"missing, once for two runs", []*Run{run("a", "codex", missing, replay.Continue), run("b", "codex", missing, replay.Continue)}, false,
-			[]string{"codex: --agent-entrypoint " + missing + " does not exist (testdata/e2e/install-clis.sh installs the tested CLIs as .e2e/bin/<binary>"}},
+			[]string{"codex: agent_entrypoint " + missing + " does not exist (testdata/e2e/install-clis.sh installs the tested CLIs as .e2e/bin/<binary>"}},
 		{"not executable", []*Run{run("a", "codex", plain, replay.Continue)}, false, []string{"is not an executable file"}},
 		{"a directory", []*Run{run("a", "codex", dir, replay.Continue)}, false, []string{"is not an executable file"}},
 		{"another agent's CLI, probed", []*Run{run("a", "codex", notCodex, replay.Continue)}, true,
@@ -46,7 +46,7 @@ func TestCheckEntrypoints(t *testing.T) {
 		{"claude's CLI for codex", []*Run{run("a", "codex", claude, replay.Continue)}, true, []string{"not the way codex prints its version"}},
 		{"no CLI runs", []*Run{run("a", "codex", missing, replay.ReplayOnly), run("b", "codex", missing, replay.PrepareOnly)}, true, nil},
 		{"two problems", []*Run{run("a", "codex", missing, replay.Continue), run("b", "claude-code", plain, replay.Continue)}, false,
-			[]string{"claude-code: --agent-entrypoint " + plain + " is not an executable file", "codex: --agent-entrypoint " + missing + " does not exist"}},
+			[]string{"claude-code: agent_entrypoint " + plain + " is not an executable file", "codex: agent_entrypoint " + missing + " does not exist"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := CheckEntrypoints(context.Background(), tc.runs, tc.probe)
@@ -66,7 +66,7 @@ func TestCheckEntrypoints(t *testing.T) {
 			t.Errorf("codex on PATH: %v", errs)
 		}
 		errs := CheckEntrypoints(context.Background(), []*Run{run("a", "opencode", "", replay.Continue)}, false)
-		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "opencode not found on PATH") {
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "opencode not found on PATH; install it or pass agent_entrypoint") {
 			t.Errorf("opencode not on PATH: %v", errs)
 		}
 	})
