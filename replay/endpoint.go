@@ -29,8 +29,8 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // headerName is an HTTP token (RFC 9110).
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
-// check validates e for a run whose upstream is upstream; nil is fine.
-func (e *Endpoint) check(upstream string) error {
+// Check validates e for a run whose upstream is upstream; nil is fine.
+func (e *Endpoint) Check(upstream string) error {
 	if e == nil {
 		return nil
 	}
@@ -51,8 +51,11 @@ func (e *Endpoint) check(upstream string) error {
 		if !headerName.MatchString(k) {
 			return configErr("headers: %q is not an HTTP header name", k)
 		}
-		if http.CanonicalHeaderKey(k) == http.CanonicalHeaderKey(RouterSessionHeader) {
+		switch http.CanonicalHeaderKey(k) {
+		case http.CanonicalHeaderKey(RouterSessionHeader):
 			return configErr("headers: %s is set by pvisor (the run's session id)", k)
+		case "Authorization", "X-Api-Key", "Api-Key", "Proxy-Authorization":
+			return configErr("headers: %s carries a credential, which a file must not hold: put it in an environment variable and name that in key_env", k)
 		}
 	}
 	return nil

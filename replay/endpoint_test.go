@@ -23,10 +23,12 @@ func TestEndpointCheck(t *testing.T) {
 		{"ftp", &Endpoint{BaseURL: "ftp://x/"}, "anthropic", "want an http(s) URL"},
 		{"a key, not a name", &Endpoint{KeyEnv: "sk-ant-123"}, "anthropic", `key_env "sk-ant-123": want the name of an environment variable`},
 		{"bad header", &Endpoint{Headers: map[string]string{"X Tenant": "a"}}, "anthropic", `"X Tenant" is not an HTTP header name`},
+		{"a key in a header", &Endpoint{Headers: map[string]string{"authorization": "Bearer sk-1"}}, "openai-chat", "carries a credential"},
+		{"an Anthropic key in a header", &Endpoint{Headers: map[string]string{"X-API-Key": "sk-ant-1"}}, "anthropic", "name that in key_env"},
 		{"pvisor's header", &Endpoint{Headers: map[string]string{"x-litellm-session-id": "a"}}, "anthropic", "set by pvisor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.e.check(tc.upstream)
+			err := tc.e.Check(tc.upstream)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("unexpected error: %v", err)

@@ -187,7 +187,7 @@ func (r *Request) Validate() error {
 			return configErr("--upstream: %v, or %s", err, UpstreamRecorded)
 		}
 	}
-	if err := r.Endpoint.check(r.Upstream); err != nil {
+	if err := r.Endpoint.Check(r.Upstream); err != nil {
 		return err
 	}
 	if r.AgentEntrypoint != "" && r.AgentRuntime != "" {

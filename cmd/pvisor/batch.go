@@ -48,6 +48,13 @@ the same file again skips what finished and redoes what was interrupted.
     workspace = "repo.tar.gz"  # a directory or tarball
     repeats = 1
 
+    [[models]]                 # optional: every [[runs]] entry once per model
+    name = "fast"              # the label in run ids, records and reports
+    upstream = "openai-chat"
+    model = "qwen3-coder"
+    base_url = "http://127.0.0.1:8765/v1"
+    key_env = "FAST_KEY"       # the variable holding the key, never the key
+
 Everything is checked before anything runs; all problems are listed, exit 2.
 stdout gets each run's result line as it ends, then the batch's own line.
 
