@@ -159,6 +159,7 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		errs = append(errs, batch.CheckEntrypoints(context.Background(), pending, !o.dryRun)...)
+		errs = append(errs, batch.CheckKeys(pending, os.Getenv)...)
 	}
 	if len(errs) > 0 {
 		return batchFail(stdout, stderr, fmt.Errorf("%d problem(s), nothing was started:\n%v", len(errs), joinErrors(errs)))

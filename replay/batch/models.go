@@ -1,6 +1,8 @@
 package batch
 
 import (
+	"fmt"
+
 	"github.com/pvisor/pvisor/replay"
 )
 
@@ -30,4 +32,24 @@ func crossModels(spec *Spec) []Entry {
 		}
 	}
 	return out
+}
+
+// CheckKeys checks that the variable every run's key_env names is set
+// (and not empty) here, so a study does not replay prefix after prefix
+// only to fail at each first model request. Each variable is reported
+// once.
+func CheckKeys(runs []*Run, getenv func(string) string) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, r := range runs {
+		e := r.req.Endpoint
+		if e == nil || e.KeyEnv == "" || seen[e.KeyEnv] || r.req.Mode != replay.Continue {
+			continue
+		}
+		seen[e.KeyEnv] = true
+		if getenv(e.KeyEnv) == "" {
+			errs = append(errs, fmt.Errorf("model %s: key_env %s is not set (or empty) in this environment (first run %s)", r.Model, e.KeyEnv, r.ID))
+		}
+	}
+	return errs
 }

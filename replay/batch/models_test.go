@@ -61,3 +61,39 @@ func TestModelsCrossEveryEntry(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckKeys(t *testing.T) {
+	run := func(id, model, keyEnv string, mode replay.Mode) *Run {
+		r := &Run{ID: id, Model: model}
+		r.req.Mode = mode
+		if keyEnv != "" {
+			r.req.Endpoint = &replay.Endpoint{KeyEnv: keyEnv}
+		}
+		return r
+	}
+	env := map[string]string{"SET_KEY": "k", "EMPTY_KEY": ""}
+	for _, tc := range []struct {
+		name string
+		runs []*Run
+		want []string
+	}{
+		{"set", []*Run{run("a", "m", "SET_KEY", replay.Continue)}, nil},
+		{"no key_env", []*Run{run("a", "m", "", replay.Continue)}, nil},
+		{"unset, once for two runs", []*Run{run("a", "m", "NOPE", replay.Continue), run("b", "m", "NOPE", replay.Continue)},
+			[]string{"model m: key_env NOPE is not set (or empty) in this environment (first run a)"}},
+		{"empty", []*Run{run("a", "m", "EMPTY_KEY", replay.Continue)}, []string{"key_env EMPTY_KEY is not set"}},
+		{"no model request", []*Run{run("a", "m", "NOPE", replay.ReplayOnly), run("b", "m", "NOPE", replay.PrepareOnly)}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := CheckKeys(tc.runs, func(k string) string { return env[k] })
+			if len(errs) != len(tc.want) {
+				t.Fatalf("errors %v, want %v", errs, tc.want)
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(errs[i].Error(), w) {
+					t.Errorf("error %q, want %q", errs[i], w)
+				}
+			}
+		})
+	}
+}
