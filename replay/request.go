@@ -102,6 +102,9 @@ type Request struct {
 	// UpstreamModel is the model name sent to an openai-chat upstream that
 	// serves Claude Code (whose own model names such servers do not know).
 	UpstreamModel string
+	// Endpoint overrides where a model upstream is and how it is reached
+	// (a batch's [[models]] entry): see endpoint.go.
+	Endpoint *Endpoint `json:",omitempty"`
 	// IdleTimeout stops a continued agent that neither writes output nor
 	// talks to the model for this long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration `json:",omitempty"`
@@ -184,6 +187,9 @@ func (r *Request) Validate() error {
 		if _, err := bridge.ParseProtocol(r.Upstream); err != nil {
 			return configErr("--upstream: %v, or %s", err, UpstreamRecorded)
 		}
+	}
+	if err := r.Endpoint.Check(r.Upstream); err != nil {
+		return err
 	}
 	if r.AgentEntrypoint != "" && r.AgentRuntime != "" {
 		return configErr("agent entrypoint and agent runtime are mutually exclusive")

@@ -91,7 +91,10 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 			meta["disable_thinking"] = off.effect
 		}
 		c.AgentArgs = append(slices.Clone(c.AgentArgs), off.args...)
-		cfg := bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.fields}.FillFromEnv(os.Getenv)
+		cfg, err := r.req.Endpoint.config(bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.fields}, os.Getenv)
+		if err != nil {
+			return nil, nil, err
+		}
 		meta["session_id"] = r.sessionID()
 		if up, err = modelUpstream(cfg, l.Protocol(), r.plan.Format.Agent(), r.req.UpstreamModel, UpstreamRecorded, meta); err != nil {
 			return nil, nil, err

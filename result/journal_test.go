@@ -123,7 +123,8 @@ func TestWriteFileIsPrivateAndAtomic(t *testing.T) {
 
 func TestExitCodes(t *testing.T) {
 	want := map[string]int{ConfigurationError: 2, TrajectoryError: 10, UnsupportedAgent: 11, UnsupportedVersion: 11,
-		WorkspaceError: 20, ExecutorError: 30, AmbiguousExecution: 31, ContinuationError: 40, ModelRateLimit: 40, InternalError: 50}
+		WorkspaceError: 20, ExecutorError: 30, AmbiguousExecution: 31, ContinuationError: 40, ModelRateLimit: 40, InternalError: 50,
+		Interrupted: 130}
 	for cat, code := range want {
 		if got := ExitCode(&Failure{Category: cat}); got != code {
 			t.Errorf("%s: exit %d, want %d", cat, got, code)

@@ -165,6 +165,9 @@ const (
 	ModelInternalError   = "model_internal_error"
 	ModelConnectionError = "model_connection_error"
 	InternalError        = "internal_error"
+	// Interrupted: a signal (Ctrl-C, SIGTERM) stopped the command before
+	// its work was done; running it again resumes (pvisor batch run).
+	Interrupted = "interrupted"
 )
 
 // ExitCode maps a failure category to the process exit code; nil means success.
@@ -187,6 +190,8 @@ func ExitCode(f *Failure) int {
 		return 31
 	case ContinuationError, ModelRateLimit, ModelInternalError, ModelConnectionError:
 		return 40
+	case Interrupted:
+		return 130 // 128 + SIGINT, as shells report a Ctrl-C
 	default:
 		return 50
 	}

@@ -35,7 +35,7 @@ the same file again skips what finished and redoes what was interrupted.
     output_dir = "out"
     jobs = 2
     # workspaces = "overlay"   # root: a per-run upper over a shared lower, no copy
-    # shards = 4               # for 'emit' and JOB_COMPLETION_INDEX
+    # shards = 4               # tasks for 'emit' (default: one per jobs runs) and JOB_COMPLETION_INDEX
 
     [replay]                   # defaults: any key of a replay --config [replay]
     upstream = "recorded"
@@ -47,6 +47,13 @@ the same file again skips what finished and redoes what was interrupted.
     after_steps = [1, 3]       # or "all", or { from = 1, to = 5, every = 2 }
     workspace = "repo.tar.gz"  # a directory or tarball
     repeats = 1
+
+    [[models]]                 # optional: every [[runs]] entry once per model
+    name = "fast"              # the label in run ids, records and reports
+    upstream = "openai-chat"
+    model = "qwen3-coder"
+    base_url = "http://127.0.0.1:8765/v1"
+    key_env = "FAST_KEY"       # the variable holding the key, never the key
 
 Everything is checked before anything runs; all problems are listed, exit 2.
 stdout gets each run's result line as it ends, then the batch's own line.
@@ -139,6 +146,18 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 	shard, err := chooseShard(o, spec)
 	if err != nil {
 		errs = append(errs, err)
+	} else if spec != nil {
+		// The CLIs this shard's unfinished runs continue: present and
+		// executable, and (not for --dry-run, which starts nothing) each
+		// that agent's.
+		var pending []*batch.Run
+		for _, r := range shard.Select(runs) {
+			if _, done := batch.ReadRecord(filepath.Join(batch.RecordsDir(spec.OutputDir), r.ID+".json")); !done {
+				pending = append(pending, r)
+			}
+		}
+		errs = append(errs, batch.CheckEntrypoints(context.Background(), pending, !o.dryRun)...)
+		errs = append(errs, batch.CheckKeys(pending, os.Getenv)...)
 	}
 	if len(errs) > 0 {
 		return batchFail(stdout, stderr, fmt.Errorf("%d problem(s), nothing was started:\n%v", len(errs), joinErrors(errs)))
@@ -153,7 +172,7 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stdout, "%s\t%s\t%s\tafter_step=%d\trepeat=%d\t%s\n", r.ID, r.Agent, r.Trajectory, r.AfterStep, r.Repeat, state)
 		}
-		res := (&batch.Summary{Total: len(shard.Select(runs))}).Result(id, layout, shard)
+		res := (&batch.Summary{Total: len(shard.Select(runs)), PvisorVersion: version}).Result(id, layout, shard)
 		res.Metadata["dry_run"] = true
 		stdout.Write(res.Line())
 		return 0
@@ -163,7 +182,7 @@ func cmdBatchRun(args []string, stdout, stderr io.Writer) int {
 		return batchFail(stdout, stderr, fmt.Errorf("find the pvisor binary to run replays: %v", err))
 	}
 	opt := batch.Options{Jobs: o.jobs, Shard: shard, Exec: batch.Child{Path: self}, Stdout: stdout,
-		Progress: stderr, Live: isTerminal(stderr), Workspaces: spec.Workspaces}
+		Progress: stderr, Live: isTerminal(stderr), Workspaces: spec.Workspaces, PvisorVersion: version}
 	if opt.Jobs == 0 {
 		opt.Jobs = spec.Jobs
 	}
@@ -246,6 +265,7 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return batchFail(stdout, stderr, err)
 	}
+	rep.PvisorVersion = version
 	dir := *out
 	if dir == "" {
 		dir = fs.Arg(0)
@@ -261,7 +281,7 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 	for _, name := range []string{"report.json", "report.md", "report.html"} {
 		res.Artifacts = append(res.Artifacts, result.Artifact{Role: "batch_report", Format: report.SchemaVersion, Path: filepath.Join(dir, name)})
 	}
-	res.Metadata["batch_report"] = map[string]any{"runs": len(rep.Runs), "groups": len(rep.Groups)}
+	res.Metadata["batch_report"] = map[string]any{"runs": len(rep.Runs), "groups": len(rep.Groups), "pvisor_version": version}
 	res.Quality = result.QualityVerified
 	fmt.Fprintf(stderr, "pvisor batch report: %d runs in %d groups: %s\n", len(rep.Runs), len(rep.Groups), filepath.Join(dir, "report.html"))
 	stdout.Write(res.Line())
@@ -288,8 +308,10 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 	}
 	kind := fs.Arg(0)
 	spec, errs := loadBatch(fs.Arg(1))
+	var runs []*batch.Run
 	if spec != nil {
-		_, more := batch.Expand(spec)
+		var more []error
+		runs, more = batch.Expand(spec)
 		errs = append(errs, more...)
 	}
 	if len(errs) > 0 {
@@ -303,7 +325,9 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 		job.Jobs = max(spec.Jobs, 1)
 	}
 	if job.Shards < 1 {
-		return batchFail(stdout, stderr, fmt.Errorf("how many tasks? set [batch] shards in the file or pass --shards N"))
+		job.Shards = batch.DefaultShards(len(runs), job.Jobs)
+		fmt.Fprintf(stderr, "pvisor batch emit: no [batch] shards in the file and no --shards: %d tasks, one per %d of the %d runs (set shards to choose)\n",
+			job.Shards, job.Jobs, len(runs))
 	}
 	name := "slurm.sh"
 	switch {

@@ -19,8 +19,9 @@ import (
 // of which may override any [replay] key.
 type batchFile struct {
 	replayFile
-	Batch *batchTable `toml:"batch"`
-	Runs  []runsEntry `toml:"runs"`
+	Batch  *batchTable  `toml:"batch"`
+	Runs   []runsEntry  `toml:"runs"`
+	Models []modelEntry `toml:"models"`
 }
 
 type batchTable struct {
@@ -39,7 +40,7 @@ type runsEntry struct {
 	Repeats      *int     `toml:"repeats"`
 }
 
-const batchTables = "[batch], [replay], [run], [overlayfs], [overlaynet], [[runs]]; see 'pvisor batch --help'"
+const batchTables = "[batch], [replay], [run], [overlayfs], [overlaynet], [[runs]], [[models]]; see 'pvisor batch --help'"
 
 // loadBatch reads a batch file. Every problem is returned, not just the
 // first: a study file is fixed in one go.
@@ -96,11 +97,17 @@ func loadBatch(path string) (*batch.Spec, []error) {
 	if len(cfg.Runs) == 0 {
 		errs = append(errs, fmt.Errorf("%s: no [[runs]] table: nothing to run", path))
 	}
+	var more []error
+	spec.Models, more = loadModels(path, data, cfg.Models)
+	errs = append(errs, more...)
 	lines := headerLines(data, "[[runs]]")
 	for i, e := range cfg.Runs {
 		pos := fmt.Sprintf("%s:%d", path, lineAt(lines, i))
 		merged := defaults
 		for key := range raw.Runs[i] {
+			if (key == "upstream" || key == "upstream_model") && len(cfg.Models) > 0 {
+				errs = append(errs, fmt.Errorf("%s: [[runs]] %s and [[models]] both choose the model: with [[models]], each run gets its model's upstream", pos, key))
+			}
 			overrideKey(&merged, &e.replayTable, key)
 			if key == "run_id" || key == "output_dir" || key == "state_dir" {
 				errs = append(errs, fmt.Errorf("%s: [[runs]] %s has no meaning in a batch (run ids are derived per run; directories come from [batch])", pos, key))

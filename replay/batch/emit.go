@@ -95,3 +95,10 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// DefaultShards is the task count when a study names none: one task per
+// jobs runs, so every run starts at once and each task's CPUs stay busy.
+func DefaultShards(runs, jobs int) int {
+	jobs = max(jobs, 1)
+	return max((runs+jobs-1)/jobs, 1)
+}

@@ -41,3 +41,13 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+func TestDefaultShards(t *testing.T) {
+	for _, tc := range []struct{ runs, jobs, want int }{
+		{8, 2, 4}, {9, 2, 5}, {1, 4, 1}, {8, 0, 8}, {0, 2, 1}, {7, 7, 1},
+	} {
+		if got := DefaultShards(tc.runs, tc.jobs); got != tc.want {
+			t.Errorf("DefaultShards(%d, %d) = %d, want %d", tc.runs, tc.jobs, got, tc.want)
+		}
+	}
+}

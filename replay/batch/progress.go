@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,7 +19,7 @@ type progress struct {
 	w                            io.Writer
 	live                         bool
 	total, skipped, done, failed int
-	running                      int
+	running                      []string // the runs in flight, in the order they started
 	start                        time.Time
 	tick                         *time.Ticker
 	quit                         chan struct{}
@@ -58,16 +60,20 @@ func (p *progress) printf(format string, args ...any) {
 func (p *progress) started(id string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.running++
+	p.running = append(p.running, id)
 	if p.live {
 		p.redraw()
+		return
 	}
+	p.printf("batch: started %s (%d running)\n", id, len(p.running))
 }
 
 func (p *progress) finished(id string, rec *Record, interrupted bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.running--
+	if i := slices.Index(p.running, id); i >= 0 {
+		p.running = slices.Delete(p.running, i, i+1)
+	}
 	status := "ok"
 	switch {
 	case interrupted:
@@ -102,7 +108,24 @@ func (p *progress) redraw() {
 		per := time.Since(p.start) / time.Duration(p.done)
 		eta = (per * time.Duration(left)).Round(time.Second).String()
 	}
-	p.printf("\r\033[Kbatch: %d/%d done, %d failed, %d running, ETA %s", p.done+p.skipped, p.total, p.failed, p.running, eta)
+	p.printf("\r\033[Kbatch: %d/%d done, %d failed, %d running%s, ETA %s", p.done+p.skipped, p.total, p.failed, len(p.running), inFlight(p.running), eta)
+}
+
+// shownInFlight is how many running ids the live line names; more would
+// wrap it on an ordinary terminal, and a wrapped line cannot be redrawn.
+const shownInFlight = 2
+
+// inFlight names the runs in flight, the longest-running first.
+func inFlight(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	shown := ids[:min(len(ids), shownInFlight)]
+	more := ""
+	if n := len(ids) - len(shown); n > 0 {
+		more = fmt.Sprintf(" +%d more", n)
+	}
+	return " (" + strings.Join(shown, ", ") + more + ")"
 }
 
 func (p *progress) stop() {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"sync"
 	"time"
 
@@ -53,6 +54,8 @@ type Record struct {
 	ExitCode   int             `json:"exit_code"`
 	WallMS     int64           `json:"wall_ms"`
 	Result     json.RawMessage `json:"result"`
+	// PvisorVersion is the pvisor that ran the batch (main.version).
+	PvisorVersion string `json:"pvisor_version,omitempty"`
 }
 
 // ReadRecord reads a run record; ok is false when there is none (yet).
@@ -78,6 +81,8 @@ type Options struct {
 	Live       bool      // Progress is a terminal: one redrawn line
 	Events     io.Writer // JSONL events for machines; nil for none
 	Workspaces string    // WorkspacesCopy (default) or WorkspacesOverlay
+	// PvisorVersion is stamped into every record and the batch's line.
+	PvisorVersion string
 }
 
 // Summary counts what a batch did.
@@ -85,6 +90,12 @@ type Summary struct {
 	Total, Skipped, Ran, Failed, Interrupted int
 	FirstFailure                             *Record // in expansion order
 	firstFailure                             int     // its index
+	// InterruptedRuns are the runs a signal left unfinished (stopped while
+	// running, or never started), in expansion order: no record, so the
+	// next attempt redoes them.
+	InterruptedRuns []string
+	interrupted     []*Run
+	PvisorVersion   string // from Options
 }
 
 // Execute runs this shard's share of runs. Runs with a record are skipped;
@@ -99,7 +110,7 @@ func Execute(ctx context.Context, runs []*Run, layout Layout, opt Options) (*Sum
 			return nil, fmt.Errorf("output dir: %v", err)
 		}
 	}
-	sum := &Summary{Total: len(mine)}
+	sum := &Summary{Total: len(mine), PvisorVersion: opt.PvisorVersion}
 	var todo []*Run
 	for _, r := range mine {
 		if _, done := ReadRecord(layout.record(r.ID)); done {
@@ -136,6 +147,7 @@ func Execute(ctx context.Context, runs []*Run, layout Layout, opt Options) (*Sum
 				switch {
 				case interrupted:
 					sum.Interrupted++
+					sum.interrupted = append(sum.interrupted, r)
 				default:
 					sum.Ran++
 					if rec.ExitCode != 0 {
@@ -152,10 +164,12 @@ func Execute(ctx context.Context, runs []*Run, layout Layout, opt Options) (*Sum
 			}
 		}()
 	}
+	fed := 0
 feed:
 	for _, r := range todo {
 		select {
 		case queue <- r:
+			fed++
 		case <-ctx.Done():
 			break feed
 		}
@@ -163,10 +177,19 @@ feed:
 	close(queue)
 	wg.Wait()
 	if ctx.Err() != nil {
-		sum.Interrupted = sum.Total - sum.Skipped - sum.Ran
+		sum.interrupted = append(sum.interrupted, todo[fed:]...)
+		sum.Interrupted = len(sum.interrupted)
+		sort.Slice(sum.interrupted, func(i, j int) bool { return sum.interrupted[i].Index < sum.interrupted[j].Index })
+		for _, r := range sum.interrupted {
+			sum.InterruptedRuns = append(sum.InterruptedRuns, r.ID)
+		}
 	}
-	ev.emit(map[string]any{"event": "batch_finished", "ran": sum.Ran, "failed": sum.Failed,
-		"skipped": sum.Skipped, "interrupted": sum.Interrupted})
+	fin := map[string]any{"event": "batch_finished", "ran": sum.Ran, "failed": sum.Failed,
+		"skipped": sum.Skipped, "interrupted": sum.Interrupted}
+	if len(sum.InterruptedRuns) > 0 {
+		fin["interrupted_runs"] = sum.InterruptedRuns
+	}
+	ev.emit(fin)
 	return sum, ev.err
 }
 
@@ -174,7 +197,7 @@ feed:
 func runOne(ctx context.Context, r *Run, l Layout, opt Options) (*Record, []byte, bool) {
 	start := time.Now()
 	rec := &Record{RunID: r.ID, Agent: r.Agent, Trajectory: r.Trajectory, AfterStep: r.AfterStep,
-		Repeat: r.Repeat, Upstream: r.Upstream, Model: r.Model}
+		Repeat: r.Repeat, Upstream: r.Upstream, Model: r.Model, PvisorVersion: opt.PvisorVersion}
 	req := r.req
 	req.RunID, req.StateRoot, req.OutputRoot = r.ID, l.State, l.Out
 	res := (*result.Result)(nil)
@@ -277,12 +300,19 @@ func (e *events) emit(ev map[string]any) {
 // run's category (so the exit code says what kind of failure to look at).
 func (s *Summary) Result(id string, l Layout, shard Shard) *result.Result {
 	res := result.New(id, "")
-	res.Metadata["batch"] = map[string]any{"runs": s.Total, "skipped": s.Skipped, "ran": s.Ran,
+	meta := map[string]any{"runs": s.Total, "skipped": s.Skipped, "ran": s.Ran,
 		"failed": s.Failed, "interrupted": s.Interrupted, "output_dir": l.Out, "shard": shard.String()}
+	if len(s.InterruptedRuns) > 0 {
+		meta["interrupted_runs"] = s.InterruptedRuns
+	}
+	if s.PvisorVersion != "" {
+		meta["pvisor_version"] = s.PvisorVersion
+	}
+	res.Metadata["batch"] = meta
 	res.OutputDir = &l.Out
 	switch {
 	case s.Interrupted > 0:
-		res.Fail(result.InternalError, fmt.Sprintf("interrupted: %d of %d runs did not finish; run the same command again to resume them", s.Interrupted, s.Total))
+		res.Fail(result.Interrupted, fmt.Sprintf("interrupted: %d of %d runs did not finish (metadata.batch.interrupted_runs); run the same command again to resume them", s.Interrupted, s.Total))
 	case s.FirstFailure != nil:
 		var first result.Result
 		category := result.InternalError

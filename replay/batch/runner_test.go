@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -147,18 +148,36 @@ func TestInterruptStopsRunsCleanlyAndResumeRedoesThem(t *testing.T) {
 	if recs, _ := os.ReadDir(RecordsDir(layout.Out)); len(recs) != 0 {
 		t.Errorf("interrupted runs left records: %v", recs)
 	}
+	// Two stopped while running, one never started: all three are named,
+	// in expansion order, and the batch ends interrupted (exit 130).
+	if want := []string{runs[0].ID, runs[1].ID, runs[2].ID}; !slices.Equal(sum.InterruptedRuns, want) {
+		t.Errorf("interrupted runs %v, want %v", sum.InterruptedRuns, want)
+	}
+	res := sum.Result("b", layout, Shard{})
+	if res.Failure == nil || res.Failure.Category != result.Interrupted || result.ExitCode(res.Failure) != 130 {
+		t.Errorf("batch result failure %+v, want interrupted (exit 130)", res.Failure)
+	}
+	if got := res.Metadata["batch"].(map[string]any)["interrupted_runs"]; !slices.Equal(got.([]string), sum.InterruptedRuns) {
+		t.Errorf("metadata.batch.interrupted_runs = %v", got)
+	}
 
 	// Resumed with the real child: every run is redone, in fresh dirs.
 	t.Setenv(fakeChildEnv, "real")
 	out.Reset()
-	sum, err = Execute(context.Background(), runs, layout, Options{Jobs: 2, Exec: Child{Path: self}, Stdout: &out})
+	sum, err = Execute(context.Background(), runs, layout, Options{Jobs: 2, Exec: Child{Path: self}, Stdout: &out, PvisorVersion: "9.9.9-test"})
 	if err != nil || sum.Ran != 3 || sum.Failed != 0 {
 		t.Fatalf("resume: %+v %v\n%s", sum, err, out.String())
+	}
+	if v := sum.Result("b", layout, Shard{}).Metadata["batch"].(map[string]any)["pvisor_version"]; v != "9.9.9-test" {
+		t.Errorf("the batch's line says pvisor %v, want 9.9.9-test", v)
 	}
 	for _, r := range runs {
 		rec, ok := ReadRecord(filepath.Join(RecordsDir(layout.Out), r.ID+".json"))
 		if !ok {
 			t.Fatalf("no record for %s", r.ID)
+		}
+		if rec.PvisorVersion != "9.9.9-test" {
+			t.Errorf("%s: record says pvisor %q, want the batch's 9.9.9-test", r.ID, rec.PvisorVersion)
 		}
 		var res result.Result
 		if err := json.Unmarshal(rec.Result, &res); err != nil || res.Phase == nil || *res.Phase != result.PhasePrepared || res.AfterStep != r.AfterStep {

@@ -33,6 +33,9 @@ type Spec struct {
 	// Workspaces is WorkspacesCopy ("" too) or WorkspacesOverlay.
 	Workspaces string
 	Entries    []Entry
+	// Models is the model axis: every entry runs once per model (none:
+	// once, with its own upstream).
+	Models []Model
 }
 
 // Entry is one [[runs]] table.
@@ -43,6 +46,7 @@ type Entry struct {
 	Steps        Steps
 	Workspace    string // directory or tarball copied fresh for every run; "" = none
 	Repeats      int
+	Model        string // the [[models]] name this copy of the entry runs ("" = none)
 }
 
 // Steps selects boundaries: a list, every step, or a range.
@@ -68,6 +72,7 @@ type Run struct {
 	// promptFile is the boundary prompt file as the batch file names it,
 	// so run ids do not depend on where the study sits on disk.
 	promptFile string
+	modelName  string // the [[models]] name, part of the id
 }
 
 // Expand turns a spec into its runs. It checks everything it can without
@@ -78,8 +83,11 @@ func Expand(spec *Spec) ([]*Run, []error) {
 	base := filepath.Dir(spec.File)
 	steps := stepCounter{}
 	seen := map[string]string{}
-	for _, e := range spec.Entries {
+	for _, e := range crossModels(spec) {
 		where := e.Pos + ": [[runs]]"
+		if e.Model != "" {
+			where += " × model " + e.Model
+		}
 		req := e.Request
 		req.AfterStep = 1 // checked per run below; Validate wants a valid one
 		req.Trajectory = "x"
@@ -138,7 +146,11 @@ func Expand(spec *Spec) ([]*Run, []error) {
 				for _, step := range chosen {
 					for rep := 1; rep <= e.Repeats; rep++ {
 						r := &Run{Index: len(runs), Agent: e.Request.Agent, Trajectory: shown(base, path),
-							AfterStep: step, Repeat: rep, Upstream: e.Request.Upstream, Model: e.Request.UpstreamModel, req: e.Request}
+							AfterStep: step, Repeat: rep, Upstream: e.Request.Upstream, Model: e.Request.UpstreamModel, req: e.Request,
+							modelName: e.Model}
+						if e.Model != "" {
+							r.Model = e.Model
+						}
 						r.req.Trajectory = path
 						r.req.AfterStep = step
 						if f := e.Request.BoundaryUserPromptFile; f != "" {
@@ -187,13 +199,21 @@ func runID(r *Run) string {
 	key, _ := json.Marshal(struct {
 		Req    replay.Request
 		Repeat int
-	}{settings, r.Repeat})
+		Model  string `json:",omitempty"` // absent without [[models]]: ids stay as they were
+	}{settings, r.Repeat, r.modelName})
 	sum := sha256.Sum256(key)
 	stem := filepath.Base(r.Trajectory)
 	stem = strings.TrimSuffix(stem, filepath.Ext(stem))
 	stem = strings.Trim(unsafeID.ReplaceAllString(stem, "-"), "-")
 	if len(stem) > 24 {
 		stem = stem[:24]
+	}
+	if r.modelName != "" {
+		m := strings.Trim(unsafeID.ReplaceAllString(r.modelName, "-"), "-")
+		if len(m) > 16 {
+			m = m[:16]
+		}
+		stem += "-" + m
 	}
 	return fmt.Sprintf("%s-%s-s%d-r%d-%s", r.Agent, stem, r.AfterStep, r.Repeat, hex.EncodeToString(sum[:4]))
 }

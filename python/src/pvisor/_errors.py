@@ -18,6 +18,7 @@ EXIT_CATEGORIES = {
     31: "ambiguous_execution",
     40: "continuation_error",
     50: "internal_error",
+    130: "interrupted",
 }
 
 
@@ -34,8 +35,8 @@ class PvisorError(Exception):
             (``configuration_error``, ``trajectory_error``, ``unsupported_agent``,
             ``unsupported_version``, ``workspace_error``, ``executor_error``,
             ``ambiguous_execution``, ``continuation_error``, ``model_*``,
-            ``internal_error``).
-        exit_code: the binary's exit status (2, 10, 11, 20, 30, 31, 40 or 50).
+            ``internal_error``, ``interrupted``).
+        exit_code: the binary's exit status (2, 10, 11, 20, 30, 31, 40, 50 or 130).
         message: what went wrong.
         result: the ``sandbox-playback.result/v3`` result the command printed,
             when it printed one (every replay, resume and fork does).

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"html"
-	"sort"
 	"strings"
 )
 
@@ -19,39 +18,25 @@ body{font-family:sans-serif;margin:2em;color:#222;max-width:1100px}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th:first-child,td:first-child,td:nth-child(2){text-align:left}
-svg{background:#fff;border:1px solid #ddd;margin:0 1em 1em 0}
+svg{background:#fff;border:1px solid #ddd;margin:0 .5em .5em 0}
 svg text{font:11px sans-serif;fill:#333}
-.plots{display:flex;flex-wrap:wrap}
+svg text.n,svg text.gap{fill:#666}
+figure{margin:0 0 1.5em 0}
+figcaption{font-size:13px;margin-bottom:.4em}
+td.failure{text-align:left;max-width:36em;white-space:pre-wrap;word-break:break-word}
 </style></head><body>
 `)
 	fmt.Fprintf(&b, "<h1>Batch report</h1>\n<p>%d runs from %s.</p>\n", len(rep.Runs), html.EscapeString(strings.Join(rep.Sources, ", ")))
+	fmt.Fprintf(&b, "<p>%s</p>\n", html.EscapeString(provenance(rep)))
 	series := seriesOf(rep)
-	b.WriteString(`<div class="plots">` + "\n")
-	var agree, drift []line
-	for i, s := range series {
-		var names, exact, same, diff []point
-		for _, g := range s.groups {
-			if g.ToolNameAgreement != nil {
-				names = append(names, point{g.AfterStep, *g.ToolNameAgreement})
-				exact = append(exact, point{g.AfterStep, *g.ExactToolAgreement})
-			}
-			if d := g.DriftShares; d != nil {
-				same = append(same, point{g.AfterStep, d.Exact})
-				diff = append(diff, point{g.AfterStep, d.Different})
-			}
-		}
-		agree = append(agree, line{s.name + " tool names", i, false, names}, line{s.name + " exact tool", i, true, exact})
-		drift = append(drift, line{s.name + " exact", i, false, same}, line{s.name + " different", i, true, diff})
-	}
-	lineChart(&b, "plot-agreement", "Next-action agreement vs boundary", "share of runs", agree)
+	agreementFigure(&b, series)
+	driftFigure(&b, series)
 	histChart(&b, "plot-similarity", "Text similarity of the next action", series)
-	lineChart(&b, "plot-drift", "Observation drift vs boundary", "share of replayed calls", drift)
-	b.WriteString("</div>\n")
-	b.WriteString("<h2>Per boundary</h2>\n<table><tr><th>agent</th><th>upstream</th><th>after step</th><th>runs</th><th>failed</th><th>compared</th><th>tool-name agreement</th><th>exact-tool agreement</th><th>text similarity median (min–max)</th><th>observations exact / normalized / different</th><th>wall time mean (max)</th></tr>\n")
+	b.WriteString("<h2>Per boundary</h2>\n<table><tr><th>agent</th><th>CLI release</th><th>recorded by</th><th>upstream</th><th>after step</th><th>runs</th><th>failed</th><th>compared</th><th>tool-name agreement (95% CI)</th><th>exact-tool agreement (95% CI)</th><th>text similarity median (min–max)</th><th>observations exact / normalized / different</th><th>wall time mean (max)</th></tr>\n")
 	for _, g := range rep.Groups {
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-			html.EscapeString(g.Agent), html.EscapeString(g.Upstream), g.AfterStep, g.Runs, g.Failed, g.Compared,
-			pct(g.ToolNameAgreement), pct(g.ExactToolAgreement), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
+		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+			html.EscapeString(g.Agent), html.EscapeString(orDash(g.AgentVersion)), html.EscapeString(recordedCell(g.RecordedVersions)), html.EscapeString(g.Upstream), g.AfterStep, g.Runs, g.Failed, g.Compared,
+			pctCI(g.ToolNameAgreement, g.ToolNameAgreementCI), pctCI(g.ExactToolAgreement, g.ExactToolAgreementCI), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
 	}
 	b.WriteString("</table>\n<h2>Failures by category</h2>\n")
 	if f := failureTotals(rep); len(f) == 0 {
@@ -63,11 +48,12 @@ svg text{font:11px sans-serif;fill:#333}
 		}
 		b.WriteString("</table>\n")
 	}
-	b.WriteString("<h2>Runs</h2>\n<table><tr><th>run</th><th>trajectory</th><th>after step</th><th>repeat</th><th>exit</th><th>tool names equal</th><th>text similarity</th></tr>\n")
+	b.WriteString("<h2>Runs</h2>\n<p>Each run id links to its result.json (its batch record when it wrote none).</p>\n")
+	b.WriteString("<table><tr><th>run</th><th>trajectory</th><th>CLI (recorded → continued)</th><th>after step</th><th>repeat</th><th>exit</th><th>tool names equal</th><th>text similarity</th><th>failure</th></tr>\n")
 	for _, r := range rep.Runs {
 		names, sim := nextActionCells(r)
-		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td></tr>\n",
-			html.EscapeString(r.RunID), html.EscapeString(r.Trajectory), r.AfterStep, r.Repeat, r.ExitCode, names, sim)
+		fmt.Fprintf(&b, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td class=\"failure\">%s</td></tr>\n",
+			html.EscapeString(rep.link(r)), html.EscapeString(r.RunID), html.EscapeString(r.Trajectory), html.EscapeString(versionCell(r.RecordedVersion, r.AgentVersion)), r.AfterStep, r.Repeat, r.ExitCode, names, sim, failureCell(r.Failure))
 	}
 	b.WriteString("</table>\n</body></html>\n")
 	return b.Bytes()
@@ -82,25 +68,17 @@ type series struct {
 func seriesOf(rep *Report) []series {
 	var out []series
 	for _, g := range rep.Groups {
-		name := g.Agent + " · " + g.Upstream
+		name := g.Agent
+		if g.AgentVersion != "" {
+			name += " " + g.AgentVersion
+		}
+		name += " · " + g.Upstream
 		if len(out) == 0 || out[len(out)-1].name != name {
 			out = append(out, series{name: name})
 		}
 		out[len(out)-1].groups = append(out[len(out)-1].groups, g)
 	}
 	return out
-}
-
-type point struct {
-	x int
-	y float64
-}
-
-type line struct {
-	name   string
-	color  int
-	dashed bool
-	points []point
 }
 
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"}
@@ -135,49 +113,6 @@ func legend(b *bytes.Buffer, i int, name, color string, dashed bool) {
 	}
 	fmt.Fprintf(b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/><text x="%d" y="%d">%s</text>`+"\n",
 		x, y-4, x+20, y-4, color, dash, x+25, y, html.EscapeString(name))
-}
-
-// lineChart plots shares (0..1) against boundaries.
-func lineChart(b *bytes.Buffer, id, title, ylabel string, lines []line) {
-	frame(b, id, title, ylabel, len(lines))
-	xs := map[int]bool{}
-	for _, l := range lines {
-		for _, p := range l.points {
-			xs[p.x] = true
-		}
-	}
-	var steps []int
-	for x := range xs {
-		steps = append(steps, x)
-	}
-	sort.Ints(steps)
-	pos := map[int]float64{}
-	for i, x := range steps {
-		pos[x] = float64(left) + float64(innerW)*(float64(i)+0.5)/float64(len(steps))
-		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", pos[x], top+innerH+14, x)
-	}
-	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">after step</text>`+"\n", left+innerW/2, top+innerH+28)
-	if len(steps) == 0 {
-		fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">no data</text>`+"\n", left+innerW/2, top+innerH/2)
-	}
-	for i, l := range lines {
-		color := palette[l.color%len(palette)]
-		dash := ""
-		if l.dashed {
-			dash = ` stroke-dasharray="5,3"`
-		}
-		var pts bytes.Buffer
-		for _, p := range l.points {
-			fmt.Fprintf(&pts, "%.1f,%.1f ", pos[p.x], yOf(p.y))
-		}
-		fmt.Fprintf(b, `<polyline class="series" fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", color, dash, bytes.TrimSpace(pts.Bytes()))
-		for _, p := range l.points {
-			fmt.Fprintf(b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"><title>%s after step %d: %.0f%%</title></circle>`+"\n",
-				pos[p.x], yOf(p.y), color, html.EscapeString(l.name), p.x, p.y*100)
-		}
-		legend(b, i, l.name, color, l.dashed)
-	}
-	b.WriteString("</svg>\n")
 }
 
 func yOf(v float64) float64 { return float64(top) + float64(innerH)*(1-v) }
@@ -219,7 +154,30 @@ func histChart(b *bytes.Buffer, id, title string, ss []series) {
 				float64(left)+slot*float64(i)+barW*float64(si), yOf(share), barW-1, float64(innerH)*share, color,
 				html.EscapeString(s.name), float64(i)/10, float64(i+1)/10, c)
 		}
-		legend(b, si, s.name, color, false)
+		legend(b, si, fmt.Sprintf("%s (n=%d compared runs)", s.name, n), color, false)
 	}
 	b.WriteString("</svg>\n")
+}
+
+// failureCell is a failed run's category and message, escaped, the
+// message cut at maxFailureRunes.
+func failureCell(f *RunFailure) string {
+	if f == nil {
+		return ""
+	}
+	msg := []rune(f.Message)
+	cut := ""
+	if len(msg) > maxFailureRunes {
+		msg, cut = msg[:maxFailureRunes], "…"
+	}
+	return "<b>" + html.EscapeString(f.Category) + "</b>: " + html.EscapeString(string(msg)) + cut
+}
+
+const maxFailureRunes = 600
+
+func pctCI(v *float64, ci *Interval) string {
+	if v == nil || ci == nil {
+		return pct(v)
+	}
+	return fmt.Sprintf("%s (%.0f–%.0f%%)", pct(v), ci.Low*100, ci.High*100)
 }

@@ -11,13 +11,14 @@ import (
 func Markdown(rep *Report) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Batch report\n\n%d runs from %s.\n\n", len(rep.Runs), strings.Join(rep.Sources, ", "))
+	b.WriteString(provenance(rep) + "\n\n")
 	b.WriteString("## Next action and observations per boundary\n\n")
-	b.WriteString("| agent | upstream | after step | runs | failed | compared | tool-name agreement | exact-tool agreement | text similarity median (min–max) | observations exact / normalized / different | wall time mean (max) |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n")
+	b.WriteString("| agent | CLI release | recorded by | upstream | after step | runs | failed | compared | tool-name agreement (95% CI) | exact-tool agreement (95% CI) | text similarity median (min–max) | observations exact / normalized / different | wall time mean (max) |\n")
+	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n")
 	for _, g := range rep.Groups {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s |\n",
-			g.Agent, g.Upstream, g.AfterStep, g.Runs, g.Failed, g.Compared,
-			pct(g.ToolNameAgreement), pct(g.ExactToolAgreement), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s |\n",
+			g.Agent, orDash(g.AgentVersion), recordedCell(g.RecordedVersions), g.Upstream, g.AfterStep, g.Runs, g.Failed, g.Compared,
+			pctCI(g.ToolNameAgreement, g.ToolNameAgreementCI), pctCI(g.ExactToolAgreement, g.ExactToolAgreementCI), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
 	}
 	b.WriteString("\n## Failures by category\n\n")
 	failures := failureTotals(rep)
@@ -29,10 +30,10 @@ func Markdown(rep *Report) []byte {
 			fmt.Fprintf(&b, "| %s | %d |\n", f.category, f.n)
 		}
 	}
-	b.WriteString("\n## Runs\n\n| run | trajectory | after step | repeat | exit | tool names equal | text similarity |\n|---|---|---:|---:|---:|---|---:|\n")
+	b.WriteString("\n## Runs\n\n| run | trajectory | CLI (recorded → continued) | after step | repeat | exit | tool names equal | text similarity |\n|---|---|---|---:|---:|---:|---|---:|\n")
 	for _, r := range rep.Runs {
 		names, sim := nextActionCells(r)
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %s |\n", r.RunID, r.Trajectory, r.AfterStep, r.Repeat, r.ExitCode, names, sim)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %s | %s |\n", r.RunID, r.Trajectory, versionCell(r.RecordedVersion, r.AgentVersion), r.AfterStep, r.Repeat, r.ExitCode, names, sim)
 	}
 	return b.Bytes()
 }

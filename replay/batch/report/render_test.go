@@ -53,12 +53,12 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		return out
 	}
 	dom := string(run("--dump-dom"))
-	for _, want := range []string{`id="plot-agreement"`, `id="plot-similarity"`, `id="plot-drift"`, `<polyline class="series"`, `<rect class="bar"`} {
+	for _, want := range []string{`id="plot-agreement"`, `id="plot-similarity"`, `id="plot-drift"`, `class="panel"`, `class="point"`, `<line class="ci"`, `<rect class="stack"`, `<rect class="bar"`, `<a href="`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered DOM lacks %s", want)
 		}
 	}
-	run("--window-size=1150,900", "--screenshot="+shot)
+	run("--window-size=1150,1000", "--screenshot="+shot)
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatal(err)
@@ -68,10 +68,11 @@ func TestHTMLRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every series colour of the fixture must appear: lines and bars were drawn.
-	for i, hex := range palette[:5] {
+	// Every series colour of the fixture must appear (points, intervals and
+	// bars were drawn), and the three parts of the drift stacks.
+	for i, hex := range append(palette[:5:5], colorExact, colorNorm, colorDifferent) {
 		if n := countColour(img, hex); n < 50 {
-			t.Errorf("series colour %d (%s) covers %d pixels in the screenshot, want plotted lines and bars", i, hex, n)
+			t.Errorf("colour %d (%s) covers %d pixels in the screenshot, want plotted marks", i, hex, n)
 		}
 	}
 	if *update {

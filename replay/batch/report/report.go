@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,19 +23,44 @@ const SchemaVersion = "pvisor.batch-report/v1"
 
 // Report is report.json.
 type Report struct {
-	SchemaVersion string   `json:"schema_version"`
+	SchemaVersion string `json:"schema_version"`
+	// PvisorVersion is the pvisor that built the report; RunsBy lists the
+	// pvisor versions that ran its runs (their records' pvisor_version).
+	PvisorVersion string   `json:"pvisor_version,omitempty"`
+	RunsBy        []string `json:"runs_by_pvisor"`
 	Sources       []string `json:"sources"`
 	Runs          []Run    `json:"runs"`
 	Groups        []Group  `json:"groups"`
+	// linkBase is the directory the rendered report lands in (Write):
+	// run links are relative to it.
+	linkBase string
 }
 
 // Run is one run with what the report reads from its outputs.
 type Run struct {
 	batch.Record
-	Upstream     string      `json:"upstream"` // "recorded", "anthropic/model", "default"
-	NextAction   *NextAction `json:"next_action"`
-	Observations *Drift      `json:"observations"`
-	failure      string
+	Upstream string `json:"upstream"` // "recorded", "anthropic/model", "default"
+	// AgentVersion is the release of the CLI that continued, as the CLI
+	// gave it (see versions.go, also for runs that never asked it), and
+	// RecordedVersion the release that wrote the session.
+	AgentVersion    string      `json:"agent_version"`
+	RecordedVersion string      `json:"recorded_version"`
+	NextAction      *NextAction `json:"next_action"`
+	Observations    *Drift      `json:"observations"`
+	// Failure is the run's failure, category and message, as its result
+	// line gives them; nil for a run that succeeded.
+	Failure *RunFailure `json:"failure,omitempty"`
+	// ResultJSON is the run's result.json under its batch output dir, or
+	// its batch record when the run wrote none (it failed before it had an
+	// output dir).
+	ResultJSON string `json:"result_json"`
+	failure    string
+}
+
+// RunFailure is a failed run's category and message.
+type RunFailure struct {
+	Category string `json:"category"`
+	Message  string `json:"message"`
 }
 
 // NextAction is the part of next-action-comparison.json the study needs.
@@ -53,10 +79,13 @@ type Drift struct {
 	Different       int `json:"different"`
 }
 
-// Group aggregates the runs of one agent × upstream × boundary.
+// Group aggregates the runs of one agent × continuing CLI release ×
+// upstream × boundary.
 type Group struct {
 	Agent              string         `json:"agent"`
 	Upstream           string         `json:"upstream"`
+	AgentVersion       string         `json:"agent_version"`     // "" when no run of the group knows it
+	RecordedVersions   []string       `json:"recorded_versions"` // of the sessions, distinct, in order
 	AfterStep          int            `json:"after_step"`
 	Runs               int            `json:"runs"`
 	Failed             int            `json:"failed"`
@@ -64,17 +93,25 @@ type Group struct {
 	Compared           int            `json:"compared"` // runs with a next-action comparison
 	ToolNameAgreement  *float64       `json:"tool_name_agreement"`
 	ExactToolAgreement *float64       `json:"exact_tool_agreement"`
-	TextSimilarity     *Distribution  `json:"text_similarity"`
-	Observations       Drift          `json:"observations"`
-	DriftShares        *Shares        `json:"drift_shares"`
-	WallMS             Distribution   `json:"wall_ms"`
+	// Wilson 95% intervals of the two agreements, over Compared runs.
+	ToolNameAgreementCI  *Interval     `json:"tool_name_agreement_ci"`
+	ExactToolAgreementCI *Interval     `json:"exact_tool_agreement_ci"`
+	TextSimilarity       *Distribution `json:"text_similarity"`
+	Observations         Drift         `json:"observations"`
+	DriftShares          *Shares       `json:"drift_shares"`
+	WallMS               Distribution  `json:"wall_ms"`
 }
 
-// Shares are Drift as fractions of the calls.
+// Shares are Drift as fractions of the calls, each with its Wilson 95%
+// interval (which takes the calls as independent; calls of one run are
+// not quite, so read them as a lower bound on the uncertainty).
 type Shares struct {
-	Exact           float64 `json:"exact"`
-	NormalizedExact float64 `json:"normalized_exact"`
-	Different       float64 `json:"different"`
+	Exact             float64  `json:"exact"`
+	NormalizedExact   float64  `json:"normalized_exact"`
+	Different         float64  `json:"different"`
+	ExactCI           Interval `json:"exact_ci"`
+	NormalizedExactCI Interval `json:"normalized_exact_ci"`
+	DifferentCI       Interval `json:"different_ci"`
 }
 
 // Distribution summarises values; Histogram has ten bins over [0, 1] and is
@@ -91,7 +128,7 @@ type Distribution struct {
 // Build reads the records under each dir (a batch output dir). A run id
 // found in several dirs is taken from the first.
 func Build(dirs []string) (*Report, error) {
-	rep := &Report{SchemaVersion: SchemaVersion, Sources: dirs, Runs: []Run{}, Groups: []Group{}}
+	rep := &Report{SchemaVersion: SchemaVersion, Sources: dirs, Runs: []Run{}, Groups: []Group{}, RunsBy: []string{}}
 	seen := map[string]bool{}
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(batch.RecordsDir(dir))
@@ -110,6 +147,16 @@ func Build(dirs []string) (*Report, error) {
 			rep.Runs = append(rep.Runs, readRun(dir, rec))
 		}
 	}
+	inferVersions(rep.Runs)
+	for _, r := range rep.Runs {
+		if !slices.Contains(rep.RunsBy, r.PvisorVersion) {
+			rep.RunsBy = append(rep.RunsBy, r.PvisorVersion)
+		}
+	}
+	slices.SortFunc(rep.RunsBy, compareVersions) // "" (records from before the field) first
+	for i, v := range rep.RunsBy {
+		rep.RunsBy[i] = orDash(v)
+	}
 	sort.Slice(rep.Runs, func(i, j int) bool {
 		a, b := rep.Runs[i], rep.Runs[j]
 		if a.Agent != b.Agent {
@@ -117,6 +164,9 @@ func Build(dirs []string) (*Report, error) {
 		}
 		if a.Upstream != b.Upstream {
 			return a.Upstream < b.Upstream
+		}
+		if c := compareVersions(a.AgentVersion, b.AgentVersion); c != 0 {
+			return c < 0
 		}
 		if a.AfterStep != b.AfterStep {
 			return a.AfterStep < b.AfterStep
@@ -137,11 +187,19 @@ func readRun(dir string, rec *batch.Record) Run {
 	r := Run{Record: *rec, Upstream: upstreamLabel(rec.Upstream, rec.Model)}
 	var res result.Result
 	if json.Unmarshal(rec.Result, &res) == nil && res.Failure != nil {
-		r.failure = res.Failure.Category
+		r.Failure = &RunFailure{Category: res.Failure.Category, Message: res.Failure.Message}
 	} else if rec.ExitCode != 0 {
-		r.failure = result.InternalError
+		r.Failure = &RunFailure{Category: result.InternalError, Message: fmt.Sprintf("exit %d without a failure in its result line", rec.ExitCode)}
 	}
+	if r.Failure != nil {
+		r.failure = r.Failure.Category
+	}
+	r.AgentVersion, r.RecordedVersion = versionsOf(&res)
 	out := filepath.Join(dir, rec.RunID)
+	r.ResultJSON = filepath.Join(out, "result.json")
+	if _, err := os.Stat(r.ResultJSON); err != nil {
+		r.ResultJSON = filepath.Join(batch.RecordsDir(dir), rec.RunID+".json")
+	}
 	var cmp result.NextActionComparison
 	if readJSON(filepath.Join(out, "next-action-comparison.json"), &cmp) {
 		m := cmp.Metrics
@@ -189,7 +247,8 @@ func aggregate(runs []Run) []Group {
 	groups := []Group{}
 	for i := 0; i < len(runs); {
 		j := i
-		for j < len(runs) && runs[j].Agent == runs[i].Agent && runs[j].Upstream == runs[i].Upstream && runs[j].AfterStep == runs[i].AfterStep {
+		for j < len(runs) && runs[j].Agent == runs[i].Agent && runs[j].Upstream == runs[i].Upstream &&
+			runs[j].AgentVersion == runs[i].AgentVersion && runs[j].AfterStep == runs[i].AfterStep {
 			j++
 		}
 		groups = append(groups, group(runs[i:j]))
@@ -199,11 +258,14 @@ func aggregate(runs []Run) []Group {
 }
 
 func group(runs []Run) Group {
-	g := Group{Agent: runs[0].Agent, Upstream: runs[0].Upstream, AfterStep: runs[0].AfterStep, Runs: len(runs),
-		FailuresByCategory: map[string]int{}}
+	g := Group{Agent: runs[0].Agent, Upstream: runs[0].Upstream, AgentVersion: runs[0].AgentVersion, AfterStep: runs[0].AfterStep,
+		Runs: len(runs), FailuresByCategory: map[string]int{}, RecordedVersions: []string{}}
 	var names, exact int
 	var sims, walls []float64
 	for _, r := range runs {
+		if r.RecordedVersion != "" && !slices.Contains(g.RecordedVersions, r.RecordedVersion) {
+			g.RecordedVersions = append(g.RecordedVersions, r.RecordedVersion)
+		}
 		walls = append(walls, float64(r.WallMS))
 		if r.failure != "" {
 			g.Failed++
@@ -231,6 +293,7 @@ func group(runs []Run) Group {
 	if g.Compared > 0 {
 		g.ToolNameAgreement = ratio(names, g.Compared)
 		g.ExactToolAgreement = ratio(exact, g.Compared)
+		g.ToolNameAgreementCI, g.ExactToolAgreementCI = wilson(names, g.Compared), wilson(exact, g.Compared)
 	}
 	if len(sims) > 0 {
 		d := distribution(sims)
@@ -239,7 +302,8 @@ func group(runs []Run) Group {
 	}
 	if o := g.Observations; o.Calls > 0 {
 		g.DriftShares = &Shares{Exact: *ratio(o.Exact, o.Calls), NormalizedExact: *ratio(o.NormalizedExact, o.Calls),
-			Different: *ratio(o.Different, o.Calls)}
+			Different: *ratio(o.Different, o.Calls), ExactCI: *wilson(o.Exact, o.Calls),
+			NormalizedExactCI: *wilson(o.NormalizedExact, o.Calls), DifferentCI: *wilson(o.Different, o.Calls)}
 	}
 	g.WallMS = distribution(walls)
 	return g
@@ -293,8 +357,25 @@ func Write(rep *Report, dir string) error {
 	if err := result.WriteJSON(filepath.Join(dir, "report.json"), rep); err != nil {
 		return err
 	}
+	rep.linkBase = dir
 	if err := result.WriteFile(filepath.Join(dir, "report.md"), Markdown(rep)); err != nil {
 		return err
 	}
 	return result.WriteFile(filepath.Join(dir, "report.html"), HTML(rep))
+}
+
+// link is where the report in linkBase reaches a run's result: relative,
+// so the study dir can move or be archived with its report.
+func (rep *Report) link(r Run) string {
+	target := r.ResultJSON
+	if rep.linkBase != "" {
+		base, err1 := filepath.Abs(rep.linkBase)
+		abs, err2 := filepath.Abs(target)
+		if err1 == nil && err2 == nil {
+			if rel, err := filepath.Rel(base, abs); err == nil {
+				target = rel
+			}
+		}
+	}
+	return filepath.ToSlash(target)
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,11 +16,23 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 var shards = []string{"testdata/in/shard-a", "testdata/in/shard-b"}
 
 func TestReportGolden(t *testing.T) {
+	// In a copy of the fixture, with the report in the first dir as
+	// 'batch report DIR...' writes it: run links are relative to it.
+	goldenDir, err := filepath.Abs(filepath.Join("testdata", "golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	if err := os.CopyFS(filepath.Join(work, "testdata", "in"), os.DirFS(filepath.Join("testdata", "in"))); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(work)
 	rep, err := Build(shards)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
+	rep.PvisorVersion = "0.2.0-test"
+	out := shards[0]
 	if err := Write(rep, out); err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +41,7 @@ func TestReportGolden(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join("testdata", "golden", name)
+		golden := filepath.Join(goldenDir, name)
 		if *update {
 			os.MkdirAll(filepath.Dir(golden), 0o755)
 			if err := os.WriteFile(golden, got, 0o644); err != nil {
@@ -113,6 +126,55 @@ func TestHTMLIsSelfContainedWithThePlots(t *testing.T) {
 	for _, external := range []string{"<script", "src=", "@import", "url(", "<link"} {
 		if strings.Contains(page, external) {
 			t.Errorf("page refers to something outside itself: %s", external)
+		}
+	}
+}
+
+func TestHTMLRunsLinkAndShowFailures(t *testing.T) {
+	rep, err := Build(shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.linkBase = shards[0]
+	page := string(HTML(rep))
+	for _, want := range []string{
+		// A run with a result.json links to it; one without, to its record;
+		// a run of another dir, relative to the report's dir.
+		`<a href="codex-rollout-2026-11-29T23-16-s1-r1-26029e77/result.json">codex-rollout-2026-11-29T23-16-s1-r1-26029e77</a>`,
+		`<a href=".batch/runs/pi-2026-11-29T23-16-33-212Z-s3-r1-c6f980ea.json">`,
+		`<a href="../shard-b/.batch/runs/codex-rollout-2026-11-29T23-16-s3-r4-m4x.json">`,
+		// The failure's message, escaped, beside its category.
+		`<td class="failure"><b>model_rate_limit</b>: upstream said 429 &lt;Too Many Requests&gt; &amp; retry-after: &#34;30&#34;</td>`,
+		`<td class="failure"><b>model_rate_limit</b>: upstream said 429</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if strings.Contains(page, "<Too Many Requests>") {
+		t.Error("a failure message reached the page unescaped")
+	}
+	long := &RunFailure{Category: "internal_error", Message: strings.Repeat("é", maxFailureRunes+5)}
+	if got := failureCell(long); !strings.HasSuffix(got, strings.Repeat("é", 3)+"…") || strings.Count(got, "é") != maxFailureRunes {
+		t.Errorf("a long message is not cut at %d runes: %d", maxFailureRunes, strings.Count(got, "é"))
+	}
+}
+
+func TestReportSaysWhichPvisor(t *testing.T) {
+	rep, err := Build(shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// shard-b's records carry the pvisor that ran them; shard-a's predate
+	// the field.
+	if !slices.Equal(rep.RunsBy, []string{"–", "0.1.0"}) {
+		t.Errorf("runs_by_pvisor = %v", rep.RunsBy)
+	}
+	rep.PvisorVersion = "0.2.0"
+	want := "Runs by pvisor –, 0.1.0; report by pvisor 0.2.0."
+	for name, page := range map[string][]byte{"md": Markdown(rep), "html": HTML(rep)} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("%s lacks %q", name, want)
 		}
 	}
 }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/batch"
+)
+
+// modelEntry is one [[models]] table of a batch file: a label and where
+// its runs' model requests go.
+type modelEntry struct {
+	Name       string            `toml:"name"`
+	Upstream   string            `toml:"upstream"`
+	Model      string            `toml:"model"`
+	BaseURL    string            `toml:"base_url"`
+	KeyEnv     string            `toml:"key_env"`
+	Headers    map[string]string `toml:"headers"`
+	FakeScript string            `toml:"fake_script"`
+}
+
+var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// loadModels checks the [[models]] tables, each problem with its line.
+func loadModels(path string, data []byte, ms []modelEntry) ([]batch.Model, []error) {
+	var out []batch.Model
+	var errs []error
+	lines := headerLines(data, "[[models]]")
+	seen := map[string]string{}
+	for i, m := range ms {
+		at := fmt.Sprintf("%s:%d", path, lineAt(lines, i))
+		pos := at + ": [[models]]"
+		bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(pos+" "+format, args...)) }
+		switch {
+		case m.Name == "":
+			bad("name is required: the label of the model in run ids, records and reports")
+			continue
+		case !modelName.MatchString(m.Name):
+			bad("name %q: use letters, digits, '.', '_' and '-' (at most 64)", m.Name)
+			continue
+		case seen[m.Name] != "":
+			bad("name %q is also the name of the model at %s", m.Name, seen[m.Name])
+			continue
+		}
+		seen[m.Name] = at
+		pos += " " + m.Name + ":"
+		if m.Upstream == "fake" || m.FakeScript != "" {
+			bad("a replay has no scripted upstream (resume and fork do): serve the script with 'pvisor fake-model --script FILE --addr 127.0.0.1:PORT' and set base_url to it")
+			continue
+		}
+		if m.Upstream == "" {
+			bad("upstream is required (%s, anthropic, openai-responses or openai-chat)", replay.UpstreamRecorded)
+			continue
+		}
+		model := batch.Model{Name: m.Name, Upstream: m.Upstream, UpstreamModel: m.Model}
+		if m.BaseURL != "" || m.KeyEnv != "" || len(m.Headers) > 0 {
+			model.Endpoint = &replay.Endpoint{BaseURL: m.BaseURL, KeyEnv: m.KeyEnv, Headers: m.Headers}
+			if err := model.Endpoint.Check(m.Upstream); err != nil {
+				bad("%v", err)
+				continue
+			}
+		}
+		out = append(out, model)
+	}
+	return out, errs
+}
