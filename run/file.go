@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pvisor/pvisor/run/userfile"
 )
 
 // File is a whole regular file as read from disk.
@@ -290,18 +292,12 @@ func ReadUserFile(flag, path string, max int64, kind, hint string) ([]byte, erro
 // database or session a user names is copied, not whatever a link in its
 // place points at.
 func CopyRegularFile(src, dst string) error {
-	// O_NONBLOCK: opening a FIFO must not wait for a writer; the mode
-	// check below then refuses it.
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	// Never waits for a FIFO's writer; refuses it, devices and symlinks.
+	in, _, err := userfile.Open(src, userfile.Policy{})
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if st, err := in.Stat(); err != nil {
-		return err
-	} else if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", src)
-	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
