@@ -13,6 +13,7 @@ import (
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/userfile"
 	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
@@ -466,8 +467,10 @@ func sessionBaseEnv() []string {
 	return append(env, "NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1")
 }
 
+// fileSum hashes a session file without ever blocking on it: a FIFO or a
+// device is refused (capture refuses symlinks below the home itself).
 func fileSum(path string) (string, error) {
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path, userfile.Policy{What: "session file", FollowSymlinks: true})
 	if err != nil {
 		return "", err
 	}
