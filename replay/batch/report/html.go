@@ -25,6 +25,9 @@ svg text{font:11px sans-serif;fill:#333}
 </style></head><body>
 `)
 	fmt.Fprintf(&b, "<h1>Batch report</h1>\n<p>%d runs from %s.</p>\n", len(rep.Runs), html.EscapeString(strings.Join(rep.Sources, ", ")))
+	if line := rep.SkippedLine(); line != "" {
+		fmt.Fprintf(&b, "<p><strong>%s.</strong></p>\n", html.EscapeString(line))
+	}
 	series := seriesOf(rep)
 	b.WriteString(`<div class="plots">` + "\n")
 	var agree, drift []line

@@ -10,13 +10,16 @@ import (
 // Markdown renders the report's tables.
 func Markdown(rep *Report) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Batch report\n\n%d runs from %s.\n\n", len(rep.Runs), strings.Join(rep.Sources, ", "))
+	fmt.Fprintf(&b, "# Batch report\n\n%d runs from %s.\n\n", len(rep.Runs), md(strings.Join(rep.Sources, ", ")))
+	if line := rep.SkippedLine(); line != "" {
+		fmt.Fprintf(&b, "**%s.**\n\n", md(line))
+	}
 	b.WriteString("## Next action and observations per boundary\n\n")
 	b.WriteString("| agent | upstream | after step | runs | failed | compared | tool-name agreement | exact-tool agreement | text similarity median (min–max) | observations exact / normalized / different | wall time mean (max) |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n")
 	for _, g := range rep.Groups {
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s |\n",
-			g.Agent, g.Upstream, g.AfterStep, g.Runs, g.Failed, g.Compared,
+			md(g.Agent), md(g.Upstream), g.AfterStep, g.Runs, g.Failed, g.Compared,
 			pct(g.ToolNameAgreement), pct(g.ExactToolAgreement), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
 	}
 	b.WriteString("\n## Failures by category\n\n")
@@ -26,13 +29,13 @@ func Markdown(rep *Report) []byte {
 	} else {
 		b.WriteString("| category | runs |\n|---|---:|\n")
 		for _, f := range failures {
-			fmt.Fprintf(&b, "| %s | %d |\n", f.category, f.n)
+			fmt.Fprintf(&b, "| %s | %d |\n", md(f.category), f.n)
 		}
 	}
 	b.WriteString("\n## Runs\n\n| run | trajectory | after step | repeat | exit | tool names equal | text similarity |\n|---|---|---:|---:|---:|---|---:|\n")
 	for _, r := range rep.Runs {
 		names, sim := nextActionCells(r)
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %s |\n", r.RunID, r.Trajectory, r.AfterStep, r.Repeat, r.ExitCode, names, sim)
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %s | %s |\n", md(r.RunID), md(r.Trajectory), r.AfterStep, r.Repeat, r.ExitCode, names, sim)
 	}
 	return b.Bytes()
 }
