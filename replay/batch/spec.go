@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -304,7 +303,9 @@ func (c stepCounter) count(agent, path string) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("unknown agent %q", agent)
 	}
-	f, err := os.Open(path)
+	// As a replay opens it: a FIFO or a device a glob matched is refused at
+	// once instead of blocking the whole batch.
+	f, _, err := replay.OpenTrajectory(path)
 	if err != nil {
 		return 0, err
 	}
