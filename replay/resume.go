@@ -158,6 +158,11 @@ func (r *sessionRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if req.TargetHome != "" {
+		if err := checkTargetHome(req.TargetHome); err != nil {
+			return err
+		}
+	}
 	var src *source
 	switch {
 	case req.Trajectory == "" && (req.AfterStep != 0 || req.PrepareOnly):
