@@ -268,7 +268,7 @@ func opencodeTool(entry string, env []string, dir string, args ...string) (stdou
 }
 
 func clipOut(b []byte) string {
-	s := strings.TrimSpace(string(b))
+	s := strings.TrimSpace(plainText(string(b)))
 	if len(s) > 400 {
 		s = s[len(s)-400:]
 	}
