@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -34,6 +35,7 @@ type agentProc struct {
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when the CLI itself has exited (not yet reaped)
 	activity *atomic.Int64 // bumped on every byte of output
+	status   *os.File      // the agent init's report, when the CLI runs under one
 }
 
 // activityWriter counts writes into activity; the idle watchdog reads it.
@@ -51,6 +53,12 @@ func (a activityWriter) Write(p []byte) (int, error) {
 // caller's namespaces (a test's loopback-only network namespace, say): the
 // child inherits them from the thread that forks it.
 func startAgent(spec agentSpec, activity *atomic.Int64) (*agentProc, error) {
+	return startAgentIn(spec, activity, true)
+}
+
+// startAgentIn starts the CLI, under its own init when contain and this
+// process may make the namespaces (agentinit_linux.go).
+func startAgentIn(spec agentSpec, activity *atomic.Int64, contain bool) (*agentProc, error) {
 	cmd := exec.Command(spec.entry, spec.args...)
 	cmd.Dir = spec.dir
 	cmd.Env = spec.env
@@ -64,10 +72,27 @@ func startAgent(spec agentSpec, activity *atomic.Int64) (*agentProc, error) {
 	// Helpers that keep the output pipes open after the group is killed
 	// cannot hold up the run.
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
 		return nil, err
 	}
-	p := &agentProc{cmd: cmd, exited: make(chan struct{}), activity: activity}
+	contained := contain && containAgent(cmd, statusW)
+	err = cmd.Start()
+	statusW.Close()
+	if err != nil && contained {
+		// No namespaces here after all (a container without
+		// CAP_SYS_ADMIN): start the CLI in its process group alone.
+		statusR.Close()
+		return startAgentIn(spec, activity, false)
+	}
+	if err != nil || !contained {
+		statusR.Close()
+		statusR = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := &agentProc{cmd: cmd, exited: make(chan struct{}), activity: activity, status: statusR}
 	go func() {
 		// Wait for the exit but leave the process unreaped: its pid is the
 		// group id, and a zombie leader keeps that id from being reused
@@ -108,6 +133,17 @@ func (p *agentProc) wait() (code int, sig string, err error) {
 		return -1, "", err
 	}
 	st := p.cmd.ProcessState
+	if p.status != nil {
+		// The init's exit is the CLI's, except for a CLI a signal ended.
+		line, _ := bufio.NewReader(p.status).ReadString('\n')
+		p.status.Close()
+		if code, s, ok := readAgentStatus(line); ok {
+			if s != 0 {
+				return -1, s.String(), nil
+			}
+			return code, "", nil
+		}
+	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		return -1, ws.Signal().String(), nil
 	}

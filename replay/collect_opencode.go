@@ -51,6 +51,9 @@ func (s *opencodeStaged) exportSession() (out []byte, how map[string]any, err er
 	if err == nil {
 		return out, map[string]any{"method": "direct"}, nil
 	}
+	if opencodeTooLarge(err) {
+		return nil, nil, err
+	}
 	how = map[string]any{"method": "export", "reason": err.Error()}
 	out, _, err = s.tool("export", s.sid)
 	return out, how, err

@@ -95,6 +95,9 @@ func (miniLauncher) CheckTrajectory(t *trajectory.Trajectory, version string, re
 	if len(t.Config) == 0 {
 		return fail(result.UnsupportedVersion, "the trajectory has no saved info.config for the runner to build mini's agent from; pass the .traj.json mini wrote")
 	}
+	if err := miniswe.CheckContinuation(t); err != nil {
+		return fail(result.UnsupportedAgent, "%v: refused before anything runs; --replay-only replays the prefix without the runner", err)
+	}
 	return nil
 }
 

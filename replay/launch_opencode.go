@@ -19,6 +19,7 @@ import (
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
 	"github.com/pvisor/pvisor/trajectory/opencode"
+	ocstore "github.com/pvisor/pvisor/trajectory/opencode/store"
 )
 
 // opencodeLauncher continues an OpenCode session with `opencode run
@@ -260,17 +261,23 @@ func opencodeTool(entry string, env []string, dir string, args ...string) (stdou
 	cmd := exec.CommandContext(ctx, entry, args...)
 	cmd.Dir = dir
 	cmd.Env = env
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	// Bounded as pvisor's own read of the rows: an export document over the
+	// capture limit is refused, and stderr is kept for the message only.
+	out := &CappedBuffer{Max: ocstore.MaxExportBytes + 1}
+	errOut := &CappedBuffer{Max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, errOut
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		return nil, nil, fmt.Errorf("opencode %s: %v: %s", args[0], err, clipOut(errOut.Bytes()))
+	}
+	if out.Len() > ocstore.MaxExportBytes {
+		return nil, nil, fmt.Errorf("opencode %s printed more than %d bytes, the limit of a capture", args[0], ocstore.MaxExportBytes)
 	}
 	return out.Bytes(), errOut.Bytes(), nil
 }
 
 func clipOut(b []byte) string {
-	s := strings.TrimSpace(string(b))
+	s := strings.TrimSpace(plainText(string(b)))
 	if len(s) > 400 {
 		s = s[len(s)-400:]
 	}

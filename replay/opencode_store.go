@@ -201,3 +201,7 @@ func opencodeRead(dataDir, id string) ([]byte, error) {
 	}
 	return doc, nil
 }
+
+// opencodeTooLarge: a session over the capture limit is refused, not
+// handed to the CLI's export instead.
+func opencodeTooLarge(err error) bool { return store.IsTooLarge(err) }

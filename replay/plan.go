@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/userfile"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
@@ -114,9 +115,11 @@ func OpenTrajectory(path string) (*os.File, int64, error) {
 	case !st.Mode().IsRegular():
 		return nil, 0, fail(result.ConfigurationError, "trajectory %s is not a regular file", path)
 	}
-	f, err := os.Open(path)
+	// Checked again on the open file: what was swapped in since the Lstat
+	// (a FIFO, a symlink) is refused, never waited on.
+	f, st, err := userfile.Open(path, userfile.Policy{What: "trajectory"})
 	if err != nil {
-		return nil, 0, fail(result.TrajectoryError, "trajectory %s: %v", path, err)
+		return nil, 0, fail(result.TrajectoryError, "%v", err)
 	}
 	return f, st.Size(), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/userfile"
 	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
@@ -167,6 +168,11 @@ func (r *sessionRun) run(ctx context.Context) error {
 	ws, err := checkWorkspace(req.Workspace)
 	if err != nil {
 		return err
+	}
+	if req.TargetHome != "" {
+		if err := checkTargetHome(req.TargetHome); err != nil {
+			return err
+		}
 	}
 	var src *source
 	switch {
@@ -498,8 +504,10 @@ func sessionBaseEnv() []string {
 	return append(env, "NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1")
 }
 
+// fileSum hashes a session file without ever blocking on it: a FIFO or a
+// device is refused (capture refuses symlinks below the home itself).
 func fileSum(path string) (string, error) {
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path, userfile.Policy{What: "session file", FollowSymlinks: true})
 	if err != nil {
 		return "", err
 	}

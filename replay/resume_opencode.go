@@ -87,6 +87,9 @@ func opencodeCollect(c resumeCall, id string) error {
 // (then c.meta's opencode_collecting says why).
 func opencodeExport(c resumeCall, dataDir, id, out string) error {
 	doc, err := opencodeRead(dataDir, id)
+	if opencodeTooLarge(err) {
+		return err
+	}
 	how := map[string]any{"method": "direct"}
 	if err != nil {
 		how = map[string]any{"method": "export", "reason": err.Error()}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,3 +158,21 @@ func (b *CappedBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// WriteString is Write: bytes.Buffer's own would bypass the cap.
+func (b *CappedBuffer) WriteString(s string) (int, error) {
+	if room := b.Max - b.Len(); room > 0 {
+		b.Buffer.WriteString(s[:min(len(s), room)])
+	}
+	return len(s), nil
+}
+
+// ReadFrom keeps the cap too: exec copies a child's output with io.Copy,
+// which prefers the writer's ReadFrom, and bytes.Buffer's reads all of it
+// (issue 24 #6: 200 MB of --version output was held whole).
+func (b *CappedBuffer) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(writerOnly{b}, r)
+}
+
+// writerOnly hides ReadFrom so io.Copy uses Write.
+type writerOnly struct{ io.Writer }

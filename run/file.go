@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pvisor/pvisor/run/userfile"
 )
 
 // File is a whole regular file as read from disk.
@@ -258,29 +260,23 @@ func WriteFile(path string, content []byte) (WriteResult, error) {
 }
 
 // ReadUserFile reads a small file a user named on the command line (a
-// request, a prompt, a schema): a regular file — a FIFO would hang the read
-// and /dev/zero never end — of at most max bytes. Errors start with flag
-// and path; kind names the file in the size error ("a request file") and
-// hint says what to pass instead when it cannot be opened as one.
+// request, a prompt, a schema) with userfile's policy: a regular file — a
+// FIFO would hang the read and /dev/zero never end — of at most max bytes,
+// and not a symlink (a batch file from someone else's study could point a
+// prompt at /etc/shadow, which would then be sent to the model). Errors
+// start with flag and path; kind names the file ("a prompt file") and hint
+// says what to pass instead.
 func ReadUserFile(flag, path string, max int64, kind, hint string) ([]byte, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", flag, err)
 	}
-	f, fi, err := OpenRegular("read", abs)
-	if err != nil {
+	data, err := userfile.ReadAll(abs, userfile.Policy{What: kind, Max: max})
+	var refused *userfile.Error
+	if errors.As(err, &refused) && strings.Contains(refused.Reason, "; pass ") {
+		return nil, fmt.Errorf("%s %s: %v", flag, path, err) // it says what to pass
+	} else if err != nil {
 		return nil, fmt.Errorf("%s %s: %v; %s", flag, path, err, hint)
-	}
-	defer f.Close()
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s %s is %d bytes, over the %d-byte limit for %s", flag, path, fi.Size(), max, kind)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %v", flag, path, err)
-	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s %s grew past the %d-byte limit while read", flag, path, max)
 	}
 	return data, nil
 }
@@ -290,18 +286,12 @@ func ReadUserFile(flag, path string, max int64, kind, hint string) ([]byte, erro
 // database or session a user names is copied, not whatever a link in its
 // place points at.
 func CopyRegularFile(src, dst string) error {
-	// O_NONBLOCK: opening a FIFO must not wait for a writer; the mode
-	// check below then refuses it.
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	// Never waits for a FIFO's writer; refuses it, devices and symlinks.
+	in, _, err := userfile.Open(src, userfile.Policy{})
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	if st, err := in.Stat(); err != nil {
-		return err
-	} else if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", src)
-	}
 	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err

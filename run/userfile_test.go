@@ -22,9 +22,15 @@ func TestReadUserFile(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A prompt file pointing at /etc/shadow (issue 24): a symlink is refused.
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(small, link); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct{ path, want string }{
 		{small, ""},
-		{big, "--x " + big + " is 11 bytes, over the 10-byte limit for a test file"},
+		{big, "--x " + big + ": refusing a test file " + big + ": 11 bytes, over the 10-byte limit"},
+		{link, "--x " + link + ": refusing a test file " + link + ": it is a symlink; pass the file it points to"},
 		{fifo, "; pass a text file"}, // refused before it is opened: a read would hang
 		{dir, "; pass a text file"},
 		{"/dev/zero", "; pass a text file"},

@@ -283,6 +283,11 @@ func cmdBatchReport(args []string, stdout, stderr io.Writer) int {
 	}
 	res.Metadata["batch_report"] = map[string]any{"runs": len(rep.Runs), "groups": len(rep.Groups), "pvisor_version": version}
 	res.Quality = result.QualityVerified
+	if line := rep.SkippedLine(); line != "" {
+		res.Metadata["batch_report"].(map[string]any)["skipped_records"] = len(rep.Skipped)
+		res.Quality = result.QualityDegraded // a run may be missing from the figures
+		fmt.Fprintf(stderr, "pvisor batch report: warning: %s\n", line)
+	}
 	fmt.Fprintf(stderr, "pvisor batch report: %d runs in %d groups: %s\n", len(rep.Runs), len(rep.Groups), filepath.Join(dir, "report.html"))
 	stdout.Write(res.Line())
 	return 0

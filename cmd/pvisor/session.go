@@ -12,6 +12,7 @@ import (
 
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/userfile"
 	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
@@ -216,7 +217,7 @@ type sessionInfo struct {
 
 func showSession(stdout, stderr io.Writer, store session.Store, loc *session.Located, asJSON bool) int {
 	path := filepath.Join(loc.Root, loc.Main)
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path, userfile.Policy{What: "session file"}) // a FIFO must not hang show
 	if err != nil {
 		fmt.Fprintf(stderr, "pvisor session show: %v\n", err)
 		return 10

@@ -52,6 +52,9 @@ func checkEntrypoint(ctx context.Context, agent, explicit string, probe bool) er
 	if err != nil {
 		// The engine's words name the flag; a batch file has the key.
 		msg := strings.ReplaceAll(err.Error(), "--agent-entrypoint", "agent_entrypoint")
+		if strings.Contains(msg, "install-clis.sh") {
+			return fmt.Errorf("%s: %s", agent, msg) // the engine already says where CLIs come from
+		}
 		return fmt.Errorf("%s: %s", agent, entrypointHint(msg))
 	}
 	if !probe {

@@ -66,7 +66,8 @@ func TestCheckEntrypoints(t *testing.T) {
 			t.Errorf("codex on PATH: %v", errs)
 		}
 		errs := CheckEntrypoints(context.Background(), []*Run{run("a", "opencode", "", replay.Continue)}, false)
-		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "opencode not found on PATH; install it or pass agent_entrypoint") {
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "opencode not found on PATH; install it") ||
+			!strings.Contains(errs[0].Error(), "or pass agent_entrypoint PATH") || strings.Count(errs[0].Error(), "install-clis.sh") != 1 {
 			t.Errorf("opencode not on PATH: %v", errs)
 		}
 	})

@@ -105,6 +105,11 @@ type Summary struct {
 // them.
 func Execute(ctx context.Context, runs []*Run, layout Layout, opt Options) (*Summary, error) {
 	mine := opt.Shard.Select(runs)
+	lock, err := LockOutput(layout.Out, opt.Shard)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Release()
 	for _, d := range []string{RecordsDir(layout.Out), filepath.Dir(layout.work("x")), filepath.Dir(layout.log("x")), layout.State} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("output dir: %v", err)

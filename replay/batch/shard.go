@@ -38,6 +38,9 @@ func ParseShard(v string) (Shard, error) {
 	if !ok {
 		return Shard{}, fmt.Errorf("--shard %q: want I/N, such as 0/4", v)
 	}
+	if !plainDigits(i) || !plainDigits(n) {
+		return Shard{}, fmt.Errorf("--shard %q: want I/N in plain decimal digits (no sign, space or leading zero), such as 0/4", v)
+	}
 	s := Shard{}
 	var err1, err2 error
 	s.I, err1 = strconv.Atoi(i)
@@ -75,4 +78,19 @@ func ShardFromEnv(getenv func(string) string, n int) (Shard, bool, error) {
 		return s, true, nil
 	}
 	return Shard{}, false, nil
+}
+
+// plainDigits: strconv.Atoi takes "+1" and "00"; a shard index that a
+// cluster engine writes never has a sign or a leading zero, so one typed
+// that way is refused rather than read as another shard.
+func plainDigits(v string) bool {
+	if v == "" || len(v) > 1 && v[0] == '0' {
+		return false
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -10,7 +10,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -114,6 +113,10 @@ func Expand(spec *Spec) ([]*Run, []error) {
 			errs = append(errs, fmt.Errorf("%s: repeats = %d: must be at least 1", where, e.Repeats))
 			continue
 		}
+		if e.Repeats > maxRuns {
+			errs = append(errs, tooMany(where, fmt.Sprintf("repeats = %d", e.Repeats)))
+			continue
+		}
 		if len(e.Trajectories) == 0 {
 			errs = append(errs, fmt.Errorf("%s: trajectories is empty: list the session files (globs allowed)", where))
 		}
@@ -131,6 +134,9 @@ func Expand(spec *Spec) ([]*Run, []error) {
 				errs = append(errs, fmt.Errorf("%s: trajectories %q matches no file (relative to %s)", where, pattern, base))
 				continue
 			}
+			if err := checkMatches(where, pattern, len(matches), steps); err != nil {
+				return nil, append(errs, err) // nothing is decoded
+			}
 			sort.Strings(matches)
 			for _, path := range matches {
 				n, err := steps.count(e.Request.Agent, path)
@@ -142,6 +148,9 @@ func Expand(spec *Spec) ([]*Run, []error) {
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s: %s has %d steps: %v", where, shown(base, path), n, err))
 					continue
+				}
+				if len(runs)+len(chosen)*e.Repeats > maxRuns {
+					return nil, append(errs, tooMany(where, fmt.Sprintf("%s after %d step(s) × %d repeat(s) brings it past that", shown(base, path), len(chosen), e.Repeats)))
 				}
 				for _, step := range chosen {
 					for rep := 1; rep <= e.Repeats; rep++ {
@@ -324,7 +333,9 @@ func (c stepCounter) count(agent, path string) (int, error) {
 	if !ok {
 		return 0, fmt.Errorf("unknown agent %q", agent)
 	}
-	f, err := os.Open(path)
+	// As a replay opens it: a FIFO or a device a glob matched is refused at
+	// once instead of blocking the whole batch.
+	f, _, err := replay.OpenTrajectory(path)
 	if err != nil {
 		return 0, err
 	}

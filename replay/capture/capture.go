@@ -15,10 +15,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/userfile"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -189,21 +189,13 @@ func copyFile(root, rel, dst string, max int64) (File, error) {
 		return File{}, err
 	}
 	src := filepath.Join(root, rel)
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	// Never blocks: a FIFO (a session dir anyone can write to may hold one)
+	// is refused at once, as are devices, sockets and files over max.
+	in, before, err := userfile.Open(src, userfile.Policy{What: "session file", Max: max})
 	if err != nil {
-		return File{}, fail(result.TrajectoryError, "%v", err)
+		return File{}, fail(result.TrajectoryError, "%v (a capture copies only regular files of at most %d bytes)", err, max)
 	}
 	defer in.Close()
-	before, err := in.Stat()
-	if err != nil {
-		return File{}, err
-	}
-	if !before.Mode().IsRegular() {
-		return File{}, fail(result.TrajectoryError, "refusing %s: not a regular file (%s)", src, before.Mode().Type())
-	}
-	if before.Size() > max {
-		return File{}, fail(result.TrajectoryError, "refusing %s: %d bytes, over the %d-byte limit of a capture", src, before.Size(), max)
-	}
 	out := filepath.Join(dst, rel)
 	if err := os.MkdirAll(filepath.Dir(out), 0o700); err != nil {
 		return File{}, err

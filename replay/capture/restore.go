@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/userfile"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -138,8 +138,10 @@ func checkBundle(m *Manifest, o RestoreOptions) error {
 
 // rewriteFile writes src to dst (new, 0600) with the cwd rewritten.
 func rewriteFile(s session.Store, src, dst, from, to string) (int, error) {
-	in, err := os.OpenFile(src, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
+	in, _, err := userfile.Open(src, userfile.Policy{What: "bundle file", Max: DefaultLimits.MaxFileBytes})
+	if userfile.IsRefusal(err) {
+		return 0, fail(result.ConfigurationError, "%v", err)
+	} else if err != nil {
 		return 0, fail(result.ConfigurationError, "bundle file %s: %v", src, err)
 	}
 	defer in.Close()
@@ -246,7 +248,7 @@ func Hash(dir string) (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	data, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	data, err := readManifest(dir)
 	if err != nil {
 		return nil, err
 	}

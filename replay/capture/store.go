@@ -10,9 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/userfile"
 )
 
 // StoreMarker marks a directory as a capture store, so capture never
@@ -56,9 +56,9 @@ func OpenStore(dir string) error {
 // lists against its size and SHA-256; a symlink, a path outside files/ or
 // a file the manifest does not list makes dir not a bundle.
 func Load(dir string) (*Manifest, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ManifestName))
+	data, err := readManifest(dir)
 	if err != nil {
-		return nil, fail(result.ConfigurationError, "%s is not a capture bundle: %v", dir, err)
+		return nil, err
 	}
 	var m Manifest
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -78,6 +78,9 @@ func Load(dir string) (*Manifest, error) {
 		}
 		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
 			return nil, fail(result.ConfigurationError, "bundle %s lists %q, a path outside the bundle", dir, f.Path)
+		}
+		if listed[filepath.FromSlash(f.Path)] {
+			return nil, fail(result.ConfigurationError, "bundle %s lists %s twice: a manifest names each file once; capture the session again", dir, f.Path)
 		}
 		listed[filepath.FromSlash(f.Path)] = true
 		if err := checkFile(filepath.Join(dir, FilesDir, filepath.FromSlash(f.Path)), f); err != nil {
@@ -101,8 +104,10 @@ func Load(dir string) (*Manifest, error) {
 }
 
 func checkFile(path string, f File) error {
-	in, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if err != nil {
+	in, _, err := userfile.Open(path, userfile.Policy{What: "bundle file", Max: DefaultLimits.MaxFileBytes})
+	if userfile.IsRefusal(err) {
+		return fail(result.ConfigurationError, "%v", err)
+	} else if err != nil {
 		return fail(result.ConfigurationError, "bundle file %s: %v", path, err)
 	}
 	defer in.Close()
@@ -115,4 +120,18 @@ func checkFile(path string, f File) error {
 		return fail(result.ConfigurationError, "bundle file %s does not match its manifest (%d bytes, sha256 %s; manifest: %d, %s)", path, n, sum, f.Size, f.SHA256)
 	}
 	return nil
+}
+
+// MaxManifestBytes caps a bundle's manifest.json: 4096 files of a few
+// hundred bytes each fit many times over.
+const MaxManifestBytes = 1 << 20
+
+// readManifest reads dir's manifest as a user-named file: regular, not a
+// symlink, at most MaxManifestBytes.
+func readManifest(dir string) ([]byte, error) {
+	data, err := userfile.ReadAll(filepath.Join(dir, ManifestName), userfile.Policy{What: "bundle manifest", Max: MaxManifestBytes})
+	if err != nil {
+		return nil, fail(result.ConfigurationError, "%s is not a capture bundle: %v", dir, err)
+	}
+	return data, nil
 }

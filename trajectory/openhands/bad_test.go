@@ -1,6 +1,7 @@
 package openhands
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/pvisor/pvisor/trajectory"
@@ -50,6 +51,12 @@ var badInputs = []formattest.BadInput{
 	formattest.Refuse("v1 id with a path", `{"id":"../../x","source":"agent","kind":"ActionEvent"}`+"\n", formattest.Malformed(1,
 		`event id "../../x" holds a path separator`)),
 	formattest.Refuse("v1 duplicate id", v1Action+"\n"+v1Action+"\n", formattest.Malformed(2, "duplicate event id a1")),
+	// Issue 24: ids that name a directory, or no file name can hold.
+	formattest.Refuse("v1 id dot", `{"id":".","source":"agent","kind":"ActionEvent"}`+"\n", formattest.Malformed(1, `event id "." names a directory`)),
+	formattest.Refuse("v1 id dotdot", `{"id":"..","source":"agent","kind":"ActionEvent"}`+"\n", formattest.Malformed(1, `event id ".." names a directory`)),
+	formattest.Refuse("v1 id 5000 chars", `{"id":"`+strings.Repeat("a", 5000)+`","source":"agent","kind":"ActionEvent"}`+"\n",
+		formattest.Malformed(1, "event id of 5000 bytes is longer than the 200")),
+	formattest.Refuse("v1 id control", `{"id":"a\u0007b","source":"agent","kind":"ActionEvent"}`+"\n", formattest.Malformed(1, "holds a control character")),
 	formattest.Refuse("v1 action without tool", `{"id":"a1","source":"agent","kind":"ActionEvent","action":{}}`+"\n", formattest.Malformed(1,
 		`ActionEvent has no "tool_name"`)),
 	formattest.Refuse("v1 action not object", `{"id":"a1","source":"agent","kind":"ActionEvent","tool_name":"terminal","action":"ls"}`+"\n",

@@ -35,6 +35,11 @@ const (
 // whose "id" is a string (V0 ids are integers). Only the first line is
 // looked at, and "id" comes first in every V1 event, so a first event
 // longer than the head (a system prompt with its tools) is still seen.
+
+// maxV1EventID bounds a V1 event id: it becomes part of a file name
+// (event-NNNNN-<id>.json) of at most 255 bytes.
+const maxV1EventID = 200
+
 func isV1Start(head []byte) bool {
 	first, head := jsondoc.First(head)
 	if first != '{' {
@@ -119,6 +124,14 @@ func (d *v1Decoder) event(l jsonl.Line) error {
 		// it wrote has one of these, and the continuation writes the
 		// rebuilt events into such files.
 		return trajectory.Errorf(l.N, "event id %q holds a path separator or NUL, which no OpenHands event file name can", id.Str)
+	case id.Str == "." || id.Str == "..":
+		return trajectory.Errorf(l.N, "event id %q names a directory, which no OpenHands event file name can", id.Str)
+	case len(id.Str) > maxV1EventID:
+		// A file name holds 255 bytes, and the SDK's adds a prefix and
+		// suffix; its own ids are 36-character UUIDs.
+		return trajectory.Errorf(l.N, "event id of %d bytes is longer than the %d an OpenHands event file name can hold", len(id.Str), maxV1EventID)
+	case strings.ContainsFunc(id.Str, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return trajectory.Errorf(l.N, "event id %q holds a control character, which no OpenHands event id has", id.Str)
 	case kind.Type != gjson.String:
 		if isV1BaseState(l.Data) {
 			return &trajectory.Error{Kind: trajectory.Unsupported, Line: l.N,

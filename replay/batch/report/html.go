@@ -28,6 +28,9 @@ td.failure{text-align:left;max-width:36em;white-space:pre-wrap;word-break:break-
 `)
 	fmt.Fprintf(&b, "<h1>Batch report</h1>\n<p>%d runs from %s.</p>\n", len(rep.Runs), html.EscapeString(strings.Join(rep.Sources, ", ")))
 	fmt.Fprintf(&b, "<p>%s</p>\n", html.EscapeString(provenance(rep)))
+	if line := rep.SkippedLine(); line != "" {
+		fmt.Fprintf(&b, "<p><strong>%s.</strong></p>\n", html.EscapeString(line))
+	}
 	series := seriesOf(rep)
 	agreementFigure(&b, series)
 	driftFigure(&b, series)

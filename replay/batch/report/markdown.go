@@ -10,14 +10,17 @@ import (
 // Markdown renders the report's tables.
 func Markdown(rep *Report) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Batch report\n\n%d runs from %s.\n\n", len(rep.Runs), strings.Join(rep.Sources, ", "))
-	b.WriteString(provenance(rep) + "\n\n")
+	fmt.Fprintf(&b, "# Batch report\n\n%d runs from %s.\n\n", len(rep.Runs), md(strings.Join(rep.Sources, ", ")))
+	b.WriteString(md(provenance(rep)) + "\n\n")
+	if line := rep.SkippedLine(); line != "" {
+		fmt.Fprintf(&b, "**%s.**\n\n", md(line))
+	}
 	b.WriteString("## Next action and observations per boundary\n\n")
 	b.WriteString("| agent | CLI release | recorded by | upstream | after step | runs | failed | compared | tool-name agreement (95% CI) | exact-tool agreement (95% CI) | text similarity median (min–max) | observations exact / normalized / different | wall time mean (max) |\n")
 	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|\n")
 	for _, g := range rep.Groups {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %d | %d | %d | %d | %s | %s | %s | %s | %s |\n",
-			g.Agent, orDash(g.AgentVersion), recordedCell(g.RecordedVersions), g.Upstream, g.AfterStep, g.Runs, g.Failed, g.Compared,
+			md(g.Agent), md(orDash(g.AgentVersion)), md(recordedCell(g.RecordedVersions)), md(g.Upstream), g.AfterStep, g.Runs, g.Failed, g.Compared,
 			pctCI(g.ToolNameAgreement, g.ToolNameAgreementCI), pctCI(g.ExactToolAgreement, g.ExactToolAgreementCI), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
 	}
 	b.WriteString("\n## Failures by category\n\n")
@@ -27,13 +30,13 @@ func Markdown(rep *Report) []byte {
 	} else {
 		b.WriteString("| category | runs |\n|---|---:|\n")
 		for _, f := range failures {
-			fmt.Fprintf(&b, "| %s | %d |\n", f.category, f.n)
+			fmt.Fprintf(&b, "| %s | %d |\n", md(f.category), f.n)
 		}
 	}
 	b.WriteString("\n## Runs\n\n| run | trajectory | CLI (recorded → continued) | after step | repeat | exit | tool names equal | text similarity |\n|---|---|---|---:|---:|---:|---|---:|\n")
 	for _, r := range rep.Runs {
 		names, sim := nextActionCells(r)
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %s | %s |\n", r.RunID, r.Trajectory, versionCell(r.RecordedVersion, r.AgentVersion), r.AfterStep, r.Repeat, r.ExitCode, names, sim)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %s | %s |\n", md(r.RunID), md(r.Trajectory), md(versionCell(r.RecordedVersion, r.AgentVersion)), r.AfterStep, r.Repeat, r.ExitCode, names, sim)
 	}
 	return b.Bytes()
 }

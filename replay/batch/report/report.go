@@ -34,6 +34,8 @@ type Report struct {
 	// linkBase is the directory the rendered report lands in (Write):
 	// run links are relative to it.
 	linkBase string
+	// Skipped lists record files that are not usable records.
+	Skipped []Skipped `json:"skipped_records"`
 }
 
 // Run is one run with what the report reads from its outputs.
@@ -128,7 +130,7 @@ type Distribution struct {
 // Build reads the records under each dir (a batch output dir). A run id
 // found in several dirs is taken from the first.
 func Build(dirs []string) (*Report, error) {
-	rep := &Report{SchemaVersion: SchemaVersion, Sources: dirs, Runs: []Run{}, Groups: []Group{}, RunsBy: []string{}}
+	rep := &Report{SchemaVersion: SchemaVersion, Sources: dirs, Runs: []Run{}, Groups: []Group{}, RunsBy: []string{}, Skipped: []Skipped{}}
 	seen := map[string]bool{}
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(batch.RecordsDir(dir))
@@ -139,8 +141,13 @@ func Build(dirs []string) (*Report, error) {
 			if !strings.HasSuffix(e.Name(), ".json") || strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			rec, ok := batch.ReadRecord(filepath.Join(batch.RecordsDir(dir), e.Name()))
-			if !ok || seen[rec.RunID] {
+			path := filepath.Join(batch.RecordsDir(dir), e.Name())
+			rec, why := readRecord(path)
+			if why != "" {
+				rep.Skipped = append(rep.Skipped, Skipped{File: path, Reason: why})
+				continue
+			}
+			if seen[rec.RunID] {
 				continue
 			}
 			seen[rec.RunID] = true

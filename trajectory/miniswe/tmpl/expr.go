@@ -2,6 +2,7 @@ package tmpl
 
 import (
 	"fmt"
+	"strings"
 )
 
 // expr is a parsed expression.
@@ -10,8 +11,25 @@ type expr interface {
 }
 
 type parser struct {
-	toks []token
-	pos  int
+	toks  []token
+	pos   int
+	depth int
+}
+
+// Bounds of what Parse accepts, so that a template it accepts also renders
+// (issue 24 #9): deep nesting (100,000 parentheses) would exhaust a
+// renderer's stack, and a large repeat ('x' * 1000000000) its memory.
+const (
+	maxDepth      = 64
+	maxMultiplier = 10_000
+)
+
+// nest counts one level of nesting; the caller undoes it with p.depth--.
+func (p *parser) nest() error {
+	if p.depth++; p.depth > maxDepth {
+		return fmt.Errorf("the expression nests deeper than %d levels", maxDepth)
+	}
+	return nil
 }
 
 func parseExpr(src string) (expr, error) {
@@ -59,6 +77,10 @@ func (p *parser) expect(s string) error {
 // Precedence as Jinja's: or < and < not < comparisons < + - < * < filters,
 // attribute and subscript.
 func (p *parser) or() (expr, error) {
+	if err := p.nest(); err != nil {
+		return nil, err
+	}
+	defer func() { p.depth-- }()
 	l, err := p.and()
 	for err == nil && p.is("or") {
 		var r expr
@@ -82,6 +104,10 @@ func (p *parser) and() (expr, error) {
 
 func (p *parser) not() (expr, error) {
 	if p.is("not") {
+		if err := p.nest(); err != nil {
+			return nil, err
+		}
+		defer func() { p.depth-- }()
 		e, err := p.not()
 		return notExpr{e}, err
 	}
@@ -159,7 +185,9 @@ func (p *parser) product() (expr, error) {
 	for err == nil && p.is("*") {
 		var r expr
 		if r, err = p.unary(); err == nil {
-			l = binary{op: "*", l: l, r: r}
+			if err = checkRepeat(l, r); err == nil {
+				l = binary{op: "*", l: l, r: r}
+			}
 		}
 	}
 	return l, err
@@ -167,6 +195,10 @@ func (p *parser) product() (expr, error) {
 
 func (p *parser) unary() (expr, error) {
 	if p.is("-") {
+		if err := p.nest(); err != nil {
+			return nil, err
+		}
+		defer func() { p.depth-- }()
 		e, err := p.unary()
 		return binary{op: "-", l: lit{0}, r: e}, err
 	}
@@ -184,6 +216,11 @@ func (p *parser) postfix() (expr, error) {
 			t := p.next()
 			if t.kind != 'n' {
 				return nil, fmt.Errorf("expected an attribute name after '.', found %q", t.s)
+			}
+			if strings.HasPrefix(t.s, "_") {
+				// As Jinja's sandbox: no way from a value to Python's internals
+				// (cycler.__init__.__globals__.os).
+				return nil, fmt.Errorf("attribute %s is private: attributes starting with '_' are not supported", t.s)
 			}
 			e = index{x: e, key: lit{t.s}, attr: true}
 		case p.is("["):
@@ -280,4 +317,27 @@ func (p *parser) primary() (expr, error) {
 		return nil, fmt.Errorf("the expression ends early")
 	}
 	return nil, fmt.Errorf("unexpected %q", t.s)
+}
+
+// checkRepeat refuses a product Jinja would evaluate as a repeat of a
+// string or list literal, or with a multiplier past maxMultiplier: this
+// renderer multiplies numbers only, and mini's Jinja would build the whole
+// repeat in memory.
+func checkRepeat(l, r expr) error {
+	for _, e := range []expr{l, r} {
+		switch v := e.(type) {
+		case list:
+			return fmt.Errorf("repeating a list with * is not supported")
+		case lit:
+			switch n := v.v.(type) {
+			case string:
+				return fmt.Errorf("repeating a string with * is not supported")
+			case int:
+				if n > maxMultiplier || n < -maxMultiplier {
+					return fmt.Errorf("a multiplier of %d is over the %d this renderer accepts", n, maxMultiplier)
+				}
+			}
+		}
+	}
+	return nil
 }

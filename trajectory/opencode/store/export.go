@@ -19,6 +19,9 @@ func (d *DB) Export(id string) (doc []byte, ok bool, err error) {
 	if err != nil || !ok {
 		return nil, ok, err
 	}
+	if err := d.checkSize(id); err != nil {
+		return nil, true, err
+	}
 	var b bytes.Buffer
 	b.WriteString(`{"info":`)
 	b.WriteString(info)

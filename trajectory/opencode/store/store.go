@@ -161,8 +161,13 @@ func (d *DB) VacuumInto(path string) error {
 // under tmpParent (removed by done); one without is opened immutable.
 func OpenSnapshot(dataDir, tmpParent string) (db *DB, done func(), err error) {
 	main := filepath.Join(dataDir, "opencode.db")
-	if st, err := os.Lstat(main); err != nil || !st.Mode().IsRegular() {
+	if st, err := os.Lstat(main); err != nil {
 		return nil, nil, fmt.Errorf("no opencode database at %s", main)
+	} else if st.Mode()&os.ModeSymlink != 0 {
+		target, _ := os.Readlink(main)
+		return nil, nil, fmt.Errorf("refusing opencode database %s: it is a symlink (to %s); pvisor reads only a home's own database, pass the home that holds it", main, target)
+	} else if !st.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("refusing opencode database %s: not a regular file (%s); opencode keeps its sessions in a regular SQLite file", main, st.Mode().Type())
 	}
 	if st, err := os.Lstat(main + "-wal"); err != nil || st.Size() == 0 {
 		db, err := open(main, "mode=ro&immutable=1")
