@@ -141,7 +141,7 @@ func (s *claudeStaged) stage(rebuilt []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n+1, err)
 		}
-		if moved, from := relocateEnvironment(line, host); from != "" {
+		if moved, from := claude.RelocateEnvironment(line, host); from != "" {
 			line = moved
 			s.meta["relocated_os_version"] = from + " -> " + host
 		}

@@ -229,3 +229,16 @@ func RebuildExt(f Format, t *Trajectory) string {
 	}
 	return PrefixExt(f, t)
 }
+
+// StepLocators is name applied to each of steps 1..afterStep, the loop of
+// most PvisorLocators.
+func StepLocators(t *Trajectory, afterStep int, name func(Locator) string) []string {
+	var out []string
+	for _, a := range t.Steps() {
+		if a.Step > afterStep {
+			break
+		}
+		out = append(out, name(a.Locator))
+	}
+	return out
+}

@@ -11,12 +11,5 @@ import (
 // Claude Code step by the 0-based line of its first assistant entry
 // ("event:3").
 func (*Format) PvisorLocators(_ io.ReaderAt, _ int64, t *trajectory.Trajectory, afterStep int) ([]string, error) {
-	var out []string
-	for _, a := range t.Steps() {
-		if a.Step > afterStep {
-			break
-		}
-		out = append(out, fmt.Sprintf("event:%d", a.Locator.First-1))
-	}
-	return out, nil
+	return trajectory.StepLocators(t, afterStep, func(l trajectory.Locator) string { return fmt.Sprintf("event:%d", l.First-1) }), nil
 }

@@ -11,12 +11,5 @@ import (
 // step by the 0-based line of the record that closes it ("events:20", the
 // turn_end of a --mode json turn; for a session file the last toolResult).
 func (format) PvisorLocators(_ io.ReaderAt, _ int64, t *trajectory.Trajectory, afterStep int) ([]string, error) {
-	var out []string
-	for _, a := range t.Steps() {
-		if a.Step > afterStep {
-			break
-		}
-		out = append(out, fmt.Sprintf("events:%d", a.Locator.Last-1))
-	}
-	return out, nil
+	return trajectory.StepLocators(t, afterStep, func(l trajectory.Locator) string { return fmt.Sprintf("events:%d", l.Last-1) }), nil
 }

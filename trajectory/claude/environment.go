@@ -1,36 +1,25 @@
-package replay
+package claude
 
 import (
 	"bytes"
 	"encoding/json"
 
 	"github.com/tidwall/gjson"
-	"golang.org/x/sys/unix"
 )
 
 // Claude Code (2.1.3xx) records the machine it runs on in an "environment"
 // attachment (snapshot.osVersion, rendered as "OS Version: …" in the system
 // context the model sees). Resumed on a machine whose kernel differs, it
 // appends a fresh environment context after the boundary, so the first
-// request no longer ends at O′N. The sandbox the replay runs in is the
+// request no longer ends at O′N. The sandbox a replay runs in is the
 // agent's machine now: like the cwd, the recorded OS version is moved to
-// this one's when the session is staged (and the result says so).
+// this one's when the session is staged.
 
-// hostOSVersion is Node's os.type() + " " + os.release(), as Claude Code
-// writes osVersion; "" when the kernel cannot be asked.
-func hostOSVersion() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return ""
-	}
-	return unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:])
-}
-
-// relocateEnvironment rewrites an environment attachment line's osVersion,
-// in the snapshot and in its rendered text, to host; other lines, and a
-// line already naming host, are returned as they are. from is the recorded
-// version when the line changed.
-func relocateEnvironment(line []byte, host string) (out []byte, from string) {
+// RelocateEnvironment rewrites an environment attachment line's
+// osVersion, in the snapshot and in its rendered text, to host; other
+// lines, and a line already naming host, are returned as they are. from is
+// the recorded version when the line changed.
+func RelocateEnvironment(line []byte, host string) (out []byte, from string) {
 	if host == "" || !bytes.Contains(line, []byte(`"environment"`)) ||
 		gjson.GetBytes(line, "type").Str != "attachment" || gjson.GetBytes(line, "attachment.type").Str != "environment" {
 		return line, ""

@@ -1,4 +1,4 @@
-package replay
+package claude
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 // TestRelocateEnvironment: the OS version a Claude Code session recorded
 // (snapshot and rendered text) becomes this machine's; nothing else moves.
 func TestRelocateEnvironment(t *testing.T) {
-	data, err := os.ReadFile("../testdata/e2e/sessions/claude-code@2.1.332/d0465159-22d9-4f2c-b1b3-3d55774e8b6c.jsonl")
+	data, err := os.ReadFile("../../testdata/e2e/sessions/claude-code@2.1.332/d0465159-22d9-4f2c-b1b3-3d55774e8b6c.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestRelocateEnvironment(t *testing.T) {
 		t.Fatal("the recording holds no environment attachment")
 	}
 	const host = "Linux 7.0.0-test \"quoted\""
-	out, from := relocateEnvironment(env, host)
+	out, from := RelocateEnvironment(env, host)
 	if from != "Linux 6.18.44-fc-v1045" {
 		t.Fatalf("from = %q", from)
 	}
@@ -39,14 +39,11 @@ func TestRelocateEnvironment(t *testing.T) {
 	if strings.Replace(string(out), `Linux 7.0.0-test \"quoted\"`, "Linux 6.18.44-fc-v1045", 2) != string(env) {
 		t.Error("more than the OS version changed")
 	}
-	if same, f := relocateEnvironment(out, host); f != "" || string(same) != string(out) {
+	if same, f := RelocateEnvironment(out, host); f != "" || string(same) != string(out) {
 		t.Error("a line already naming the host changed")
 	}
 	other := []byte(`{"type":"user","message":{"content":"OS Version: Linux 6.18.44-fc-v1045"}}`)
-	if same, f := relocateEnvironment(other, host); f != "" || string(same) != string(other) {
+	if same, f := RelocateEnvironment(other, host); f != "" || string(same) != string(other) {
 		t.Error("a line that is not an environment attachment changed")
-	}
-	if hostOSVersion() == "" || !strings.HasPrefix(hostOSVersion(), "Linux ") {
-		t.Errorf("hostOSVersion = %q", hostOSVersion())
 	}
 }

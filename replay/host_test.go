@@ -1,0 +1,12 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHostOSVersion(t *testing.T) {
+	if v := hostOSVersion(); !strings.HasPrefix(v, "Linux ") || len(v) <= len("Linux ") {
+		t.Errorf("hostOSVersion = %q", v)
+	}
+}
