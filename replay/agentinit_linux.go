@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pvisor/pvisor/overlay"
 )
 
 // The agent CLI runs under an init of its own, as replayed tools do
@@ -81,30 +83,18 @@ func agentInit(args []string) int {
 		return 126
 	}
 	// Reap everything; the CLI's exit ends the namespace.
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, 0, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return 125
-		}
-		if pid != cmd.Process.Pid {
-			continue
-		}
-		code, sig := ws.ExitStatus(), 0
-		if ws.Signaled() {
-			code, sig = -1, int(ws.Signal())
-		}
-		if status != nil {
-			fmt.Fprintf(status, "exit %d %d\n", code, sig)
-		}
-		if code < 0 {
-			return 128 + sig
-		}
-		return code
+	ws := overlay.ReapUntil(cmd.Process.Pid)
+	code, sig := ws.ExitStatus(), 0
+	if ws.Signaled() {
+		code, sig = -1, int(ws.Signal())
 	}
+	if status != nil {
+		fmt.Fprintf(status, "exit %d %d\n", code, sig)
+	}
+	if code < 0 {
+		return 128 + sig
+	}
+	return code
 }
 
 // readAgentStatus parses the init's report ("" when it wrote none).
