@@ -13,6 +13,7 @@ import (
 
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/userfile"
 )
 
 // npmCLI is what an agent CLI installed from npm says about itself before it
@@ -70,9 +71,9 @@ func inspectNPMCLI(entry string) *npmCLI {
 }
 
 func isNodeScript(path string) bool {
-	f, err := os.Open(path)
+	f, _, err := userfile.Open(path, userfile.Policy{What: "agent CLI", FollowSymlinks: true})
 	if err != nil {
-		return false
+		return false // a FIFO or device is no script (and must not hang the run)
 	}
 	defer f.Close()
 	head := make([]byte, 256)
@@ -89,17 +90,9 @@ func isExecutable(path string) bool {
 // readPackageJSON fills the package fields from path when it names a
 // package; a missing, oversized or unparsable file is no package.
 func (c *npmCLI) readPackageJSON(path string) {
-	f, err := os.Open(path)
+	data, err := userfile.ReadAll(path, userfile.Policy{What: "package.json", Max: maxPackageJSON, FollowSymlinks: true})
 	if err != nil {
-		return
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return // a FIFO here must not hang the run
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxPackageJSON+1))
-	if err != nil || len(data) > maxPackageJSON {
-		return
+		return // missing, a FIFO, oversized: no package to read
 	}
 	var pkg struct {
 		Name    string `json:"name"`

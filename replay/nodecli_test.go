@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pvisor/pvisor/result"
 )
@@ -107,4 +109,49 @@ func TestCheckAgentCLINotNode(t *testing.T) {
 			t.Errorf("%s: %q, %v, %v", name, d, meta, err)
 		}
 	}
+}
+
+// TestCheckAgentCLIHostileFiles: an entrypoint or package.json that is a
+// FIFO (or an oversized package.json) is no package, read at once: the
+// check must not wait for a writer.
+func TestCheckAgentCLIHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "cli")
+	if err := syscall.Mkfifo(fifo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entry := npmInstall(t, t.TempDir(), "@earendil-works/pi-coding-agent", "1.6.0", ">=22.19.0", "")
+	pj := filepath.Join(filepath.Dir(filepath.Dir(mustEvalSymlinks(t, entry))), "package.json")
+	if err := os.Remove(pj); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(pj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := npmInstall(t, t.TempDir(), "@moonshot-ai/kimi-code", "2.1.0", "", "")
+	bigPJ := filepath.Join(filepath.Dir(filepath.Dir(mustEvalSymlinks(t, big))), "package.json")
+	writeFile(t, bigPJ, `{"name":"@moonshot-ai/kimi-code","version":"2.1.0","x":"`+strings.Repeat("x", maxPackageJSON)+`"}`, 0o644)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, e := range []string{fifo, entry, big} {
+			if _, meta, err := checkAgentCLI(context.Background(), "pi", e, nil); err != nil || meta["package"] != nil {
+				t.Errorf("%s: %v, %v", e, meta, err)
+			}
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("checkAgentCLI waited on a FIFO")
+	}
+}
+
+func mustEvalSymlinks(t *testing.T, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
