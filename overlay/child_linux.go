@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -182,8 +183,7 @@ func runInit(s *spec) int {
 	proc.Release()
 	// Background processes the worker left behind would keep the merged
 	// view alive and could still write to the upper layer.
-	unix.Kill(-1, unix.SIGKILL)
-	ReapAll()
+	EndNamespace(leftoverGrace)
 	unix.Chdir("/") // our own cwd would keep the mount busy
 	if err := Unmount(s.Config.Path); err != nil {
 		// Not fatal: the mount dies with the namespace a moment later.
@@ -256,6 +256,34 @@ func ReapUntil(worker int) unix.WaitStatus {
 			return ws
 		}
 	}
+}
+
+// leftoverGrace is how long what a command left running gets between
+// SIGTERM and SIGKILL when its namespace ends.
+const leftoverGrace = time.Second
+
+// EndNamespace ends every process left in the caller's PID namespace, of
+// which the caller must be PID 1: SIGTERM first, then SIGKILL once grace
+// has passed or at once when all are gone. The SIGTERM matters on real
+// machines: a shell script killed outright skips its EXIT trap, and the
+// lock files such traps remove stay behind. pyenv's rehash lock, taken by
+// every login shell that runs "pyenv init", is one: left behind, it stalls
+// every later login shell on the machine for 60 s.
+func EndNamespace(grace time.Duration) {
+	if unix.Kill(-1, unix.SIGTERM) == nil { // ESRCH: nothing is left
+		deadline := time.Now().Add(grace)
+		for time.Now().Before(deadline) {
+			pid, err := unix.Wait4(-1, nil, unix.WNOHANG, nil)
+			if err == unix.ECHILD {
+				return // orphans are our children, so none means nothing left
+			}
+			if err == nil && pid == 0 {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	unix.Kill(-1, unix.SIGKILL)
+	ReapAll()
 }
 
 // ReapAll reaps children until there are none left.

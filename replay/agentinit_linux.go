@@ -82,8 +82,10 @@ func agentInit(args []string) int {
 		}
 		return 126
 	}
-	// Reap everything; the CLI's exit ends the namespace.
+	// Reap everything; the CLI's exit ends the namespace, and what it left
+	// running gets a SIGTERM before the kernel's SIGKILL.
 	ws := overlay.ReapUntil(cmd.Process.Pid)
+	overlay.EndNamespace(agentLeftoverGrace)
 	code, sig := ws.ExitStatus(), 0
 	if ws.Signaled() {
 		code, sig = -1, int(ws.Signal())

@@ -79,3 +79,47 @@ func TestAgentSignalThroughInit(t *testing.T) {
 		t.Fatalf("wait = %d %q %v (%s)", code, sig, err, out.String())
 	}
 }
+
+// What the CLI leaves running gets SIGTERM before SIGKILL, so a script's
+// EXIT trap still runs: pyenv's rehash lock, left behind by login shells
+// that were SIGKILLed, stalled every later login shell for 60 s.
+func TestAgentLeftoversRunTheirExitTraps(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		contain bool
+		detach  string // how the leftover leaves the CLI
+	}{
+		{"own init, setsid", true, "setsid "},
+		{"own process group", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.contain && os.Geteuid() != 0 {
+				t.Skip("the agent init needs root (a PID namespace)")
+			}
+			dir := t.TempDir()
+			lock, ready := filepath.Join(dir, "lock"), filepath.Join(dir, "ready")
+			leftover := "trap 'rm -f " + lock + "' EXIT; : > " + lock + "; : > " + ready + "; sleep 30"
+			body := "#!/bin/sh\n" + tc.detach + "bash -c \"" + leftover + "\" </dev/null >/dev/null 2>&1 &\n" +
+				"while [ ! -e " + ready + " ]; do sleep 0.01; done\nexit 0\n"
+			script := filepath.Join(dir, "cli")
+			if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			p, err := startAgentIn(agentSpec{entry: script, env: []string{"PATH=" + os.Getenv("PATH")}, dir: "/", stdout: &out, stderr: &out}, new(atomic.Int64), tc.contain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (p.status != nil) != tc.contain {
+				t.Fatalf("contained = %v, want %v", p.status != nil, tc.contain)
+			}
+			if code, sig, err := p.wait(); err != nil || code != 0 || sig != "" {
+				t.Fatalf("wait = %d %q %v (%s)", code, sig, err, out.String())
+			}
+			// wait returns once the leftovers are gone or were SIGKILLed.
+			if _, err := os.Stat(lock); err == nil {
+				t.Fatalf("the leftover's EXIT trap did not run: %s is still there", lock)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pvisor/pvisor/replay/prompt"
+	toolrun "github.com/pvisor/pvisor/run"
 )
 
 // agentSpec is one agent CLI launch.
@@ -108,6 +109,10 @@ func startAgentIn(spec agentSpec, activity *atomic.Int64, contain bool) (*agentP
 	return p, nil
 }
 
+// agentLeftoverGrace is how long what the CLI left running gets between
+// SIGTERM and SIGKILL when it exits.
+const agentLeftoverGrace = 2 * time.Second
+
 // stop asks the group to end with sig (SIGTERM when 0) and kills it after
 // grace.
 func (p *agentProc) stop(sig syscall.Signal, grace time.Duration) {
@@ -126,6 +131,11 @@ func (p *agentProc) stop(sig syscall.Signal, grace time.Duration) {
 // It returns the exit code, or -1 with the signal that ended it.
 func (p *agentProc) wait() (code int, sig string, err error) {
 	<-p.exited
+	if p.status == nil {
+		// No init of its own (not root): what is left of the group gets
+		// the SIGTERM the init would send (overlay.EndNamespace says why).
+		endGroup(p.cmd.Process.Pid, agentLeftoverGrace)
+	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // ESRCH when nothing is left
 	err = p.cmd.Wait()
 	var ee *exec.ExitError
@@ -237,4 +247,16 @@ func openLog(path string) (*os.File, error) {
 		return nil, fmt.Errorf("log %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// endGroup sends SIGTERM to the group of the exited, unreaped leader and
+// waits up to grace for its other members to go.
+func endGroup(pgid int, grace time.Duration) {
+	if !toolrun.GroupAlive(pgid) {
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	for deadline := time.Now().Add(grace); time.Now().Before(deadline) && toolrun.GroupAlive(pgid); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }

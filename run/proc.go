@@ -289,7 +289,7 @@ func (p *proc) waitShim(status *bufio.Reader) {
 			_ = p.cmd.Process.Kill()
 		}
 		if !st.ok || st.alone {
-			<-initDone // groupAlive must not see the init
+			<-initDone // GroupAlive must not see the init
 		}
 		p.end = time.Now()
 		switch {
@@ -318,10 +318,10 @@ func killGroup(pgid int, grace time.Duration) {
 	time.AfterFunc(grace, func() { _ = unix.Kill(-pgid, unix.SIGKILL) })
 }
 
-// groupAlive reports whether any non-zombie process is left in the group.
+// GroupAlive reports whether any non-zombie process is left in the group.
 // Zombies count as gone: once their parent exited they wait for init to reap
 // them, which inside containers may never happen.
-func groupAlive(pgid int) bool {
+func GroupAlive(pgid int) bool {
 	if pgid <= 1 || unix.Kill(-pgid, 0) != nil {
 		return false
 	}

@@ -149,7 +149,7 @@ func (r *Runner) track(p *proc, supervised bool) bool {
 
 // settle forgets a group once nothing is left in it.
 func (r *Runner) settle(pgid int) (alive bool) {
-	alive = groupAlive(pgid)
+	alive = GroupAlive(pgid)
 	if !alive {
 		r.mu.Lock()
 		delete(r.groups, pgid)

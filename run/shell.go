@@ -124,7 +124,7 @@ func (r *Runner) shell(ctx context.Context, req ShellRequest, dir, cwdFile, expo
 	}
 	res.ExitCode, res.Signal = p.exitStatus()
 	res.Stdout, res.Stderr, res.Combined = p.cap.snapshot(false)
-	if req.KillBackground && groupAlive(p.pgid) {
+	if req.KillBackground && GroupAlive(p.pgid) {
 		killGroup(p.pgid, r.opts.KillGrace)
 		res.Background = true
 	}
