@@ -4,9 +4,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/result"
-	"github.com/pvisor/pvisor/trajectory"
-	"github.com/pvisor/pvisor/trajectory/pi"
+	"github.com/pvisor/pvisor/trajectory/agents"
 )
 
 // Artifact roles and formats of the sandbox-playback contract, exactly as
@@ -31,10 +31,6 @@ const (
 	FormatObservationComparison = "sandbox-playback/comparison-v1"
 	FormatNextAction            = "sandbox-playback/next-action-v2"
 	FormatLogDirectory          = "sandbox-playback/log-directory-v1"
-	FormatOpenCodeExport        = "opencode/session-export-v1"
-
-	// OpenCodeExportFile is where an OpenCode session export goes.
-	OpenCodeExportFile = "opencode-session.json"
 )
 
 // nativeStage is which native file of a run: the prefix as recorded, the
@@ -47,63 +43,43 @@ const (
 	nativeContinued
 )
 
-// nativeLayout is how pVisor names one agent's native files.
-type nativeLayout struct {
-	label string    // the agent's name in format strings
-	names [3]string // file names by stage, without extension
-}
-
-var nativeLayouts = map[string]nativeLayout{
-	trajectory.ClaudeCode: {"claude-code", [3]string{"prepared-prefix", "reconstructed-prefix", "continued-session"}},
-	trajectory.Codex:      {"codex", [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"}},
-	trajectory.OpenCode:   {"opencode", [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"}},
-	trajectory.Pi:         {"pi-agent", [3]string{"prepared-prefix", "reconstructed-events", "continued-events"}},
-	trajectory.OpenHands:  {"openhands", [3]string{"prepared-replay-events", "reconstructed-trajectory", "continued-trajectory"}},
-	trajectory.MiniSWE:    {"mini-swe-agent", [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"}},
-}
-
 // NativeFile returns the file name (under native/) and the format string
 // of one native file of agent, whose content has extension ext and the
 // trajectory's sub-format, written by agent version ("" when unknown: the
-// format then carries no version rather than a made-up one).
-//
-// Two cases differ from the plain "<agent>/native-<kind>-<version>":
-// OpenCode JSON documents are session exports (what `opencode import`
-// loads), named and typed as pVisor's export; a Pi session file is typed
-// native-session-jsonl, since pVisor's native-events-jsonl would tell a
-// reader to parse it as a --mode json stream, which it is not.
-func NativeFile(agent, subFormat, ext string, stage nativeStage, version string) (name, format string) {
-	l, ok := nativeLayouts[agent]
-	if !ok {
-		l = nativeLayout{label: agent, names: [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"}}
+// format then carries no version rather than a made-up one). The names are
+// the agent's (launch.NativeLayout); export documents are named and typed
+// as pVisor's export.
+func NativeFile(agent, subFormat, ext string, stage nativeStage, version string) (name, format string, export bool) {
+	a, _ := agents.Get(agent)
+	l := a.Native
+	if l.Label == "" {
+		l = launch.NativeLayout{Label: agent, Names: [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"}}
 	}
-	name = l.names[stage] + "." + ext
-	kind := ext
-	switch {
-	case agent == trajectory.OpenCode && ext == "json":
+	name = l.Names[stage] + "." + ext
+	if x := l.Export; x != nil && ext == x.Ext {
 		if stage == nativeReconstructed {
-			name = OpenCodeExportFile
+			name = x.File
 		}
-		return name, FormatOpenCodeExport
-	case agent == trajectory.OpenCode:
-		kind = "events-jsonl"
-	case agent == trajectory.Pi && subFormat == pi.SubFormatEvents:
-		kind = "events-jsonl"
-	case agent == trajectory.Pi:
-		kind = "session-jsonl"
+		return name, x.Format, true
 	}
-	format = l.label + "/native-" + kind
+	kind := ext
+	if l.Kind != nil {
+		if k := l.Kind(subFormat, ext); k != "" {
+			kind = k
+		}
+	}
+	format = l.Label + "/native-" + kind
 	if version != "" {
 		format += "-" + version
 	}
-	return name, format
+	return name, format, false
 }
 
 // nativeArtifact writes data as the run's native file of stage and lists
 // it under its role (and, for an OpenCode export, as the session export).
 func (r *run) nativeArtifact(stage nativeStage, ext string, data []byte) (string, error) {
 	p := r.plan
-	name, format := NativeFile(p.Format.Agent(), p.Trajectory.Format, ext, stage, r.agentVersion())
+	name, format, export := NativeFile(p.Format.Agent(), p.Trajectory.Format, ext, stage, r.agentVersion())
 	dir := filepath.Join(r.outputDir, "native")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", err
@@ -114,7 +90,7 @@ func (r *run) nativeArtifact(stage nativeStage, ext string, data []byte) (string
 	}
 	role := [3]string{RolePreparedPrefix, RoleReconstructed, RoleContinued}[stage]
 	r.artifact(role, format, path)
-	if format == FormatOpenCodeExport && stage == nativeReconstructed {
+	if export && stage == nativeReconstructed {
 		r.artifact(RoleSessionExport, format, path)
 	}
 	return path, nil

@@ -16,7 +16,7 @@ func TestNativeFile(t *testing.T) {
 	names := func(r row, version string) [3][2]string {
 		var out [3][2]string
 		for st := nativePrepared; st <= nativeContinued; st++ {
-			n, f := NativeFile(r.agent, r.sub, r.ext, st, version)
+			n, f, _ := NativeFile(r.agent, r.sub, r.ext, st, version)
 			out[st] = [2]string{n, f}
 		}
 		return out

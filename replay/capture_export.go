@@ -26,9 +26,9 @@ type ExportCapture struct {
 // Exported reports whether agent's sessions are captured through
 // CaptureExported rather than copied as files.
 func Exported(agent string) bool {
-	spec, ok := resumeSpecs[canonicalAgent(agent)]
+	spec, ok := resumeSpecOf(agent)
 	_, ok2 := agents.Resumable(agent)
-	return ok && ok2 && spec.export != nil
+	return ok && ok2 && spec.Export != nil
 }
 
 // CaptureExported finds the session by id in the home's database (nothing
@@ -38,8 +38,8 @@ func Exported(agent string) bool {
 // names the CLI and its version. The home is only read.
 func CaptureExported(ctx context.Context, req ExportCapture) (string, *capture.Manifest, error) {
 	store, ok := agents.Resumable(req.Agent)
-	spec, ok2 := resumeSpecs[canonicalAgent(req.Agent)]
-	if !ok || !ok2 || spec.export == nil {
+	spec, ok2 := resumeSpecOf(req.Agent)
+	if !ok || !ok2 || spec.Export == nil {
 		return "", nil, fail(result.UnsupportedAgent, "%s sessions are not captured by export", req.Agent)
 	}
 	root, err := store.Root(req.Home, os.Getenv)
@@ -51,7 +51,7 @@ func CaptureExported(ctx context.Context, req ExportCapture) (string, *capture.M
 		return "", nil, err
 	}
 	env := sessionBaseEnv()
-	l := launchers[store.Agent()]
+	l, _ := launcherOf(store.Agent())
 	entry, _, err := Entrypoint(req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
 	if err != nil {
 		return "", nil, err
@@ -80,6 +80,6 @@ func CaptureExported(ctx context.Context, req ExportCapture) (string, *capture.M
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return "", nil, fail(result.WorkspaceError, "%v", err)
 	}
-	c := resumeCall{entry: entry, env: env, cwd: home}
+	c := resumeCall{Entry: entry, Env: env, Cwd: home}
 	return exportBundle(store, spec, loc, c, home, req.StoreDir, &capture.Via{Method: "export", Tool: l.Binary(), Version: version})
 }

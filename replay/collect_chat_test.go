@@ -4,10 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
-
-	"github.com/pvisor/pvisor/trajectory"
 )
 
 const chatNonce = "__PVISOR_NATIVE_REPLAY_0123456789abcdef0123456789abcdef__"
@@ -46,45 +43,6 @@ func TestCleanOpenCodeExport(t *testing.T) {
 		if _, _, err := cleanOpenCodeExport([]byte(bad), chatNonce); err == nil {
 			t.Errorf("%s: no error", name)
 		}
-	}
-}
-
-func TestCleanPiSession(t *testing.T) {
-	lines := []string{
-		`{"type":"session","version":3,"id":"s","cwd":"/w"}`,
-		`{"type":"message","id":"a","parentId":null,"message":{"role":"user","content":[{"type":"text","text":"task"}]}}`,
-		`{"type":"message","id":"b","parentId":"a","message":{"role":"toolResult","toolCallId":"c","content":[]}}`,
-		`{"type":"message","id":"n","parentId":"b","message":{"role":"user","content":[{"type":"text","text":"` + chatNonce + `"}]}}`,
-		`{"type":"message","id":"d","parentId":"n","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}`,
-	}
-	data := strings.Join(lines, "\n") + "\n"
-	clean, removed, err := cleanPiSession([]byte(data), chatNonce, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := strings.Join([]string{lines[0], lines[1], lines[2],
-		`{"type":"message","id":"d","parentId":"b","message":{"role":"assistant","content":[{"type":"text","text":"ok"}]}}`}, "\n") + "\n"
-	if d := cmp.Diff(want, string(clean)); d != "" {
-		t.Errorf("(-want +got):\n%s", d)
-	}
-	if removed[0]["entry"] != "n" || removed[0]["relinked_children"] != 1 {
-		t.Errorf("removed %v", removed)
-	}
-	// A nonce inside the staged prefix is not the resume's.
-	if _, _, err := cleanPiSession([]byte(data), chatNonce, 4); err == nil {
-		t.Error("a nonce in the prefix was removed")
-	}
-	stray := data + `{"type":"message","id":"e","parentId":"d","message":{"role":"assistant","content":[{"type":"text","text":"` + chatNonce + `"}]}}` + "\n"
-	if _, _, err := cleanPiSession([]byte(stray), chatNonce, 3); err == nil {
-		t.Error("a stray nonce was kept")
-	}
-}
-
-func TestUsedPiTools(t *testing.T) {
-	c := &Continuation{Plan: &Plan{Trajectory: &trajectory.Trajectory{Actions: []trajectory.Action{
-		{Calls: []trajectory.ToolCall{{Name: "ls"}, {Name: "find"}}}, {Calls: []trajectory.ToolCall{{Name: "custom_x"}}}}}}}
-	if got := usedPiTools(c); !cmp.Equal(got, []string{"read", "bash", "edit", "write", "find", "ls"}) {
-		t.Errorf("usedPiTools = %v", got)
 	}
 }
 

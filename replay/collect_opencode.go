@@ -140,4 +140,4 @@ func replaceValue(doc []byte, v gjson.Result, repl string) ([]byte, error) {
 	return append(out, doc[end:]...), nil
 }
 
-var _ envelope.Conversation = (*envelope.OpenCode)(nil)
+var _ envelope.Conversation = (*envelope.Chat)(nil)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/relocate"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
@@ -48,7 +49,7 @@ type contState struct {
 // cannot continue fails before the prefix changes the workspace.
 func (r *run) prepareContinue(ctx context.Context) error {
 	agent := r.plan.Format.Agent()
-	l, ok := launchers[agent]
+	l, ok := launcherOf(agent)
 	if !ok {
 		return fail(result.UnsupportedAgent, "continuing %s is not supported yet; use --replay-only to replay the prefix and rebuild its session", agent)
 	}
@@ -107,8 +108,9 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if err := r.checkVersion(l, version, printed); err != nil {
 		return err
 	}
-	if tc, ok := l.(TrajectoryChecker); ok {
-		if err := tc.CheckTrajectory(r.plan.Trajectory, version, r.req); err != nil {
+	if tc, ok := l.(launch.TrajectoryChecker); ok {
+		check := launch.Check{Source: r.req.Trajectory, AfterStep: r.req.AfterStep, BoundaryUserPrompt: r.req.BoundaryUserPrompt}
+		if err := tc.CheckTrajectory(r.plan.Trajectory, version, check); err != nil {
 			return err
 		}
 	}
@@ -117,7 +119,7 @@ func (r *run) prepareContinue(ctx context.Context) error {
 		return err
 	}
 	args := continuationArgs(r.req)
-	c := &Continuation{Plan: r.plan, AfterStep: r.req.AfterStep, Source: r.req.Trajectory, Workspace: ws,
+	c := &Continuation{Trajectory: r.plan.Trajectory, AfterStep: r.req.AfterStep, Source: r.req.Trajectory, Workspace: ws,
 		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: args,
 		Entrypoint: entry, Env: env, StateRoot: filepath.Dir(r.stateDir)}
 	up, meta, err := r.upstream(l, c)

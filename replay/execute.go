@@ -209,8 +209,10 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"prepared_only": false, "sha256": sum}); err != nil {
 		return "", journalErr(err)
 	}
-	if n, ok := launchers[p.Format.Agent()].(NativeCLINamer); ok {
-		r.res.Metadata["native_cli"] = n.NativeCLI()
+	if l, _ := launcherOf(p.Format.Agent()); l != nil {
+		if n, ok := l.(NativeCLINamer); ok {
+			r.res.Metadata["native_cli"] = n.NativeCLI()
+		}
 	}
 	return sum, nil
 }

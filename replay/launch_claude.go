@@ -43,7 +43,7 @@ func (claudeLauncher) Protocol() bridge.Protocol { return bridge.Anthropic }
 // Replies plays each recorded response after the boundary with its own
 // tool_use ids and inputs, relocated to the workspace.
 func (claudeLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
-	t := c.Plan.Trajectory
+	t := c.Trajectory
 	i := t.ActionIndex(c.AfterStep)
 	if i < 0 {
 		return nil, fmt.Errorf("step %d not found", c.AfterStep)
@@ -189,7 +189,7 @@ func recordedTools(c *Continuation) []string {
 	}
 	var names []string
 	needed := false
-	for _, a := range c.Plan.Trajectory.Actions {
+	for _, a := range c.Trajectory.Actions {
 		for _, call := range a.Calls {
 			if strings.HasPrefix(call.Name, "mcp__") || slices.Contains(names, call.Name) {
 				continue

@@ -36,7 +36,7 @@ func claudeContinuation(t *testing.T, step int) *Continuation {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	return &Continuation{Plan: plan, AfterStep: step, Source: session, Rebuilt: prefix.Bytes(),
+	return &Continuation{Trajectory: plan.Trajectory, AfterStep: step, Source: session, Rebuilt: prefix.Bytes(),
 		Workspace: filepath.Join(dir, "ws"), Home: filepath.Join(dir, "home"),
 		Paths:    relocate.Paths{From: plan.Trajectory.Cwd, To: filepath.Join(dir, "ws")},
 		Envelope: envelope.Options{Nonce: testNonce, MaxLiveTurns: 3}}
@@ -54,7 +54,7 @@ func TestClaudeReplies(t *testing.T) {
 		t.Fatalf("%d replies after step 2, want 4", len(got))
 	}
 	w := got[0].ToolCalls[0]
-	if w.Name != "Write" || w.ID != c.Plan.Trajectory.Actions[2].Calls[0].ID ||
+	if w.Name != "Write" || w.ID != c.Trajectory.Actions[2].Calls[0].ID ||
 		gjson.GetBytes(w.Arguments, "file_path").Str != filepath.Join(c.Workspace, "NOTES.md") {
 		t.Errorf("first reply %+v (%s)", w, w.Arguments)
 	}
@@ -71,7 +71,7 @@ func TestClaudeStageAndCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := st.(*claudeStaged)
-	want := claude.StagePath(filepath.Join(c.Home, "claude-config"), c.Workspace, c.Plan.Trajectory.SessionID)
+	want := claude.StagePath(filepath.Join(c.Home, "claude-config"), c.Workspace, c.Trajectory.SessionID)
 	if s.path != want {
 		t.Errorf("staged at %s, want %s", s.path, want)
 	}
@@ -86,7 +86,7 @@ func TestClaudeStageAndCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantArgs := []string{"--resume", c.Plan.Trajectory.SessionID, "--print", "--output-format", "stream-json", "--verbose",
+	wantArgs := []string{"--resume", c.Trajectory.SessionID, "--print", "--output-format", "stream-json", "--verbose",
 		"--dangerously-skip-permissions", "--tools", "Bash,Edit,Glob,Grep,Read,Write", "--model", "opus", "--max-turns", "4"}
 	if d := cmp.Diff(wantArgs, cmd.Args); d != "" {
 		t.Errorf("args (-want +got):\n%s", d)
@@ -176,7 +176,7 @@ func TestCleanClaudeSession(t *testing.T) {
 }
 
 func TestClaudeLauncherRegistered(t *testing.T) {
-	l, ok := launchers["claude-code"]
+	l, ok := launcherOf("claude-code")
 	if !ok || l.Binary() != "claude" {
 		t.Fatal("claude-code has no launcher")
 	}
@@ -202,7 +202,7 @@ func TestLaunchersHaveTestedRanges(t *testing.T) {
 		if replayTestedOnly[r.Agent] {
 			continue
 		}
-		if l, ok := launchers[r.Agent]; !ok || l.Binary() != r.Binary {
+		if l, ok := launcherOf(r.Agent); !ok || l.Binary() != r.Binary {
 			t.Errorf("versions.txt lists %s (binary %s), which has no launcher with that binary", r.Agent, r.Binary)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
 	// The recorded timezone decides the staged date; sandboxes often lack
 	// /usr/share/zoneinfo.
 	_ "time/tzdata"
@@ -58,7 +59,7 @@ func (codexLauncher) Protocol() bridge.Protocol { return bridge.Responses }
 // ids and kinds: function calls with their JSON arguments, freeform calls
 // (apply_patch) with their input.
 func (codexLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
-	t := c.Plan.Trajectory
+	t := c.Trajectory
 	i := t.ActionIndex(c.AfterStep)
 	if i < 0 {
 		return nil, fmt.Errorf("step %d not found", c.AfterStep)

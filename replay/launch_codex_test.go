@@ -56,7 +56,7 @@ func TestVersionShapes(t *testing.T) {
 	}
 	foreign := []string{"Python 3.11.2", "git version 2.39.5", "codex 1.0.0 (Claude Code)x", "", "v20.20.2 node"}
 	for agent, outs := range real {
-		l := launchers[agent]
+		l, _ := launcherOf(agent)
 		for _, o := range outs {
 			if !l.VersionShape().MatchString(o) {
 				t.Errorf("%s refuses its own --version output %q", agent, o)
@@ -144,7 +144,7 @@ func TestCodexReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Continuation{Plan: plan, AfterStep: 2, Source: session,
+	c := &Continuation{Trajectory: plan.Trajectory, AfterStep: 2, Source: session,
 		Paths: relocate.Paths{From: plan.Trajectory.Cwd, To: "/sandbox/ws"}}
 	got, err := codexLauncher{}.Replies(c)
 	if err != nil {

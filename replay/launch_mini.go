@@ -16,6 +16,7 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/minirunner"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
@@ -79,7 +80,7 @@ func venvPython(entry string) (string, error) {
 // CheckTrajectory: the runner continues a trajectory with the mini
 // generation that wrote its format (1.x: mini-swe-agent-1, 2.x:
 // mini-swe-agent-1.1), from a saved config; it takes no boundary prompt.
-func (miniLauncher) CheckTrajectory(t *trajectory.Trajectory, version string, req *Request) error {
+func (miniLauncher) CheckTrajectory(t *trajectory.Trajectory, version string, req launch.Check) error {
 	if req.BoundaryUserPrompt != "" {
 		return configErr("--boundary-user-prompt is not supported for mini-swe-agent: its runner resumes at the boundary observation")
 	}
@@ -105,7 +106,7 @@ func (miniLauncher) CheckTrajectory(t *trajectory.Trajectory, version string, re
 // reply text, which is all it sends back.
 func (miniLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
 	reps, err := chatReplies(c)
-	if err != nil || c.Plan.Trajectory.Format != miniswe.FormatV1 {
+	if err != nil || c.Trajectory.Format != miniswe.FormatV1 {
 		return reps, err
 	}
 	for i := range reps {
@@ -116,7 +117,7 @@ func (miniLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
 
 // TextActions: 1.x sends no tools.
 func (miniLauncher) TextActions(c *Continuation) bool {
-	return c.Plan.Trajectory.Format == miniswe.FormatV1
+	return c.Trajectory.Format == miniswe.FormatV1
 }
 
 type miniStaged struct {
@@ -133,7 +134,7 @@ func (miniLauncher) Stage(c *Continuation) (Staged, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := c.Plan.Trajectory
+	t := c.Trajectory
 	proj, err := miniswe.Projection(bytes.NewReader(doc), t.Format)
 	if err != nil {
 		return nil, fmt.Errorf("the rebuilt trajectory: %w", err)
@@ -188,7 +189,7 @@ func (s *miniStaged) Collect() (*Collected, error) {
 	if err != nil {
 		return nil, err
 	}
-	proj, err := miniswe.Projection(bytes.NewReader(data), s.c.Plan.Trajectory.Format)
+	proj, err := miniswe.Projection(bytes.NewReader(data), s.c.Trajectory.Format)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func (opencodeLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) { re
 // It serves the agents whose tool calls are plain function calls with JSON
 // arguments (OpenCode, Pi).
 func chatReplies(c *Continuation) ([]fakemodel.Reply, error) {
-	t := c.Plan.Trajectory
+	t := c.Trajectory
 	i := t.ActionIndex(c.AfterStep)
 	if i < 0 {
 		return nil, fmt.Errorf("step %d not found", c.AfterStep)
@@ -94,7 +94,7 @@ func chatReplies(c *Continuation) ([]fakemodel.Reply, error) {
 // opencodeStaged is an export ready for `opencode import`.
 type opencodeStaged struct {
 	c          *Continuation
-	conv       *envelope.OpenCode
+	conv       *envelope.Chat
 	sid        string
 	export     string // the staged export document
 	provider   string
@@ -124,7 +124,7 @@ func (opencodeLauncher) Stage(c *Continuation) (Staged, error) {
 	if err := os.WriteFile(s.export, doc, 0o600); err != nil {
 		return nil, err
 	}
-	if s.conv, err = envelope.NewOpenCode(proj.Items, c.Envelope); err != nil {
+	if s.conv, err = opencode.NewEnvelope(proj.Items, c.Envelope); err != nil {
 		return nil, err
 	}
 	return s, nil

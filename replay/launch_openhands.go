@@ -18,6 +18,7 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/ohrunner"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
@@ -46,7 +47,7 @@ func (openhandsLauncher) Protocol() bridge.Protocol { return bridge.Chat }
 // CheckTrajectory: the runner continues V1 event logs whose agent it can
 // rebuild and whose prefix it can project; V0 trajectories were written by
 // the OpenHands server, which pvisor does not run.
-func (openhandsLauncher) CheckTrajectory(t *trajectory.Trajectory, version string, req *Request) error {
+func (openhandsLauncher) CheckTrajectory(t *trajectory.Trajectory, version string, req launch.Check) error {
 	if req.BoundaryUserPrompt != "" {
 		return configErr("--boundary-user-prompt is not supported for openhands: its runner resumes at the boundary result")
 	}
@@ -57,7 +58,7 @@ func (openhandsLauncher) CheckTrajectory(t *trajectory.Trajectory, version strin
 	if !ok {
 		return nil // the plan reports the boundary
 	}
-	f, err := os.Open(req.Trajectory)
+	f, err := os.Open(req.Source)
 	if err != nil {
 		return err
 	}
@@ -72,7 +73,7 @@ func (openhandsLauncher) CheckTrajectory(t *trajectory.Trajectory, version strin
 // the arguments the model sent (the ActionEvent's tool_call), not the
 // parsed action the decoder compares.
 func (openhandsLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
-	t := c.Plan.Trajectory
+	t := c.Trajectory
 	i := t.ActionIndex(c.AfterStep)
 	if i < 0 {
 		return nil, fmt.Errorf("step %d not found", c.AfterStep)

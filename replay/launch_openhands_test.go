@@ -54,7 +54,7 @@ func TestOpenHandsStageAndCollect(t *testing.T) {
 		t.Fatal(err)
 	}
 	home, ws := t.TempDir(), t.TempDir()
-	c := &Continuation{Plan: &Plan{Trajectory: tr}, AfterStep: 3, Source: ohRecorded, Rebuilt: prefix.Bytes(), Workspace: ws,
+	c := &Continuation{Trajectory: tr, AfterStep: 3, Source: ohRecorded, Rebuilt: prefix.Bytes(), Workspace: ws,
 		Paths: relocate.Paths{From: tr.Cwd, To: ws}, Home: home, Entrypoint: fakeOHVenv(t, "1.58.2")}
 	st, err := openhandsLauncher{}.Stage(c)
 	if err != nil {
@@ -114,7 +114,7 @@ func TestOpenHandsReplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Continuation{Plan: &Plan{Trajectory: tr}, AfterStep: 5, Source: ohRecorded, Paths: relocate.Paths{From: tr.Cwd, To: "/ws"}}
+	c := &Continuation{Trajectory: tr, AfterStep: 5, Source: ohRecorded, Paths: relocate.Paths{From: tr.Cwd, To: "/ws"}}
 	reps, err := openhandsLauncher{}.Replies(c)
 	if err != nil {
 		t.Fatal(err)

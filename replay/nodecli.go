@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/run/userfile"
@@ -135,7 +136,7 @@ func checkAgentCLI(ctx context.Context, agent, entry string, env []string) (stri
 		path = cli.BinDir + string(os.PathListSeparator) + path
 		meta["node_beside_cli"] = true
 	}
-	cli.Node = lookIn(path, "node")
+	cli.Node = launch.LookIn(path, "node")
 	if cli.Node == "" {
 		return "", meta, fail(result.UnsupportedVersion, "%s (%s %s) runs on Node.js %s, but there is no node on PATH; %s",
 			entry, cli.Package, cli.Version, cli.Engines, nodeHint(cli))

@@ -241,8 +241,8 @@ func BuildPlan(req *Request) (*Plan, error) {
 // Profile names how a trajectory of agent in sub-format was read.
 func Profile(agent, subFormat string) string {
 	label := agent
-	if l, ok := nativeLayouts[agent]; ok {
-		label = l.label
+	if a, ok := agents.Get(agent); ok && a.Native.Label != "" {
+		label = a.Native.Label
 	}
 	if subFormat == "" {
 		return label

@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"regexp"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
 
@@ -215,15 +215,10 @@ func (r *Request) Validate() error {
 }
 
 // Failure is an error with its result category.
-type Failure struct {
-	Category string
-	Message  string
-}
-
-func (f *Failure) Error() string { return f.Message }
+type Failure = result.Failure
 
 func fail(category, format string, args ...any) *Failure {
-	return &Failure{Category: category, Message: fmt.Sprintf(format, args...)}
+	return result.Fail(category, format, args...)
 }
 
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

@@ -153,7 +153,7 @@ func (r *sessionRun) run(ctx context.Context) error {
 		return fail(result.InternalError, "unknown session mode %q", req.Mode)
 	}
 	store, ok := agents.Resumable(req.Agent)
-	spec, ok2 := resumeSpecs[canonicalAgent(req.Agent)]
+	spec, ok2 := resumeSpecOf(req.Agent)
 	if !ok || !ok2 {
 		return fail(result.UnsupportedAgent, "%s sessions cannot be resumed or forked by this build; supported: %s", req.Agent, strings.Join(resumeAgents(), ", "))
 	}
@@ -210,7 +210,7 @@ func (r *sessionRun) run(ctx context.Context) error {
 		if bundle, err = r.prefixBundle(ctx, src, ws); err != nil {
 			return err
 		}
-	case r.spec.export != nil && bundle == "":
+	case r.spec.Export != nil && bundle == "":
 		if bundle, err = r.exportSource(src, entry, ws); err != nil {
 			return err
 		}
@@ -354,7 +354,7 @@ func (r *sessionRun) findSource() (*source, error) {
 		return nil, configErr("%v", err)
 	}
 	var loc *session.Located
-	if r.spec.export != nil {
+	if r.spec.Export != nil {
 		loc, err = locateInDatabase(r.store.Agent(), root, req.SessionID)
 	} else {
 		loc, err = r.store.Locate(root, req.SessionID)
@@ -451,7 +451,7 @@ func (r *sessionRun) makeDirs() error {
 
 // probe resolves the CLI and checks its version against the tested range.
 func (r *sessionRun) probe(ctx context.Context) (string, error) {
-	l := launchers[r.store.Agent()]
+	l := r.launcher()
 	env := r.baseEnv()
 	entry, source, err := Entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/session"
@@ -62,22 +63,22 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		return "", "", fail(result.WorkspaceError, "agent temp dir: %v", err)
 	}
 	backup := filepath.Join(in.root, capture.RecoveryDir, fmt.Sprintf("config-%s-%d", r.req.RunID, at.n))
-	call := resumeCall{mode: at.mode, sid: at.sid, home: in.home, root: in.root, main: in.main,
-		prompt: at.text, bridge: BridgeAddr{URL: srv.URL(), Token: srv.Token()}, args: r.req.AgentArgs,
-		backup: backup, entry: entry, env: r.baseEnv(), cwd: in.cwd, stateRoot: filepath.Dir(r.stateDir), meta: r.meta}
+	call := resumeCall{Fork: at.mode == ModeFork, SID: at.sid, Home: in.home, Root: in.root, Main: in.main,
+		Prompt: at.text, Bridge: BridgeAddr{URL: srv.URL(), Token: srv.Token()}, Args: r.req.AgentArgs,
+		Backup: backup, Entry: entry, Env: r.baseEnv(), Cwd: in.cwd, StateRoot: filepath.Dir(r.stateDir), Meta: r.meta}
 	if v := r.res.Agent.Version; v != nil {
-		call.version = *v
+		call.Version = *v
 	}
-	cmd, err := r.spec.command(call)
+	cmd, err := r.spec.Command(call)
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "configuring %s: %v", agent, err)
 	}
 	defer func() {
-		if err := restoreConfigs(cmd.configs, backup); err != nil {
+		if err := launch.RestoreConfigs(cmd.Configs, backup); err != nil {
 			r.warn(fmt.Sprintf("putting back the configuration in %s: %v (the originals are in %s)", in.root, err, backup))
 		}
 	}()
-	for k, v := range cmd.meta {
+	for k, v := range cmd.Meta {
 		r.meta[k] = v
 	}
 	env := append(append(r.baseEnv(), "TMPDIR="+tmp, "BUN_TMPDIR="+tmp, "HOME="+in.home), cmd.Env...)
@@ -89,7 +90,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	if err != nil {
 		return "", "", configErr("%v", err)
 	}
-	tap := &textTap{text: r.spec.text, watch: watcher}
+	tap := &textTap{text: r.spec.Text, watch: watcher}
 	start := time.Now()
 	proc, err := startAgent(agentSpec{entry: entry, args: cmd.Args, env: env, dir: in.cwd, stdin: cmd.Stdin,
 		stdout: io.MultiWriter(logs[stdoutLog], tap), stderr: logs[stderrLog]}, activity)
@@ -98,7 +99,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	}
 	r.res.AgentStatus = result.AgentFailed // until the run succeeds as a whole
 	stop := proc.supervise(ctx, watch{refused: srv.Refused(), idle: idle, activity: activity, completion: watcher,
-		signal: r.spec.stop, grace: r.spec.grace})
+		signal: r.spec.Stop, grace: r.spec.Grace})
 	code, sig, waitErr := proc.wait()
 	srv.Close()
 	stats := srv.Stats()
@@ -140,15 +141,15 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	case stats.Forwarded == 0:
 		return "", "", fail(result.ContinuationError, "%s ended without sending a model request through the bridge; %s", bin, logHint)
 	}
-	id, err := r.spec.sessionID(filepath.Join(logDir, stdoutLog))
+	id, err := r.spec.SessionID(filepath.Join(logDir, stdoutLog))
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "%s: %v; %s", bin, err, logHint)
 	}
 	if err := session.CheckID(id); err != nil {
 		return "", "", fail(result.ContinuationError, "%s reported session id %q: %v", bin, id, err)
 	}
-	if r.spec.collect != nil {
-		if err := r.spec.collect(call, id); err != nil {
+	if r.spec.Collect != nil {
+		if err := r.spec.Collect(call, id); err != nil {
 			return "", "", fail(result.ContinuationError, "the session after the run: %v", err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/result"
 	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory/opencode"
@@ -27,7 +28,7 @@ import (
 // opencodeResume imports the restored export and resumes it with the
 // prompt, the bridge as the session's provider.
 func opencodeResume(c resumeCall) (resumeCommand, error) {
-	doc, err := os.ReadFile(c.main)
+	doc, err := os.ReadFile(c.Main)
 	if err != nil {
 		return resumeCommand{}, err
 	}
@@ -35,36 +36,36 @@ func opencodeResume(c resumeCall) (resumeCommand, error) {
 	if provider == "" || model == "" {
 		return resumeCommand{}, fmt.Errorf("the export names no provider and model (messages[].info.providerID/modelID or info.model)")
 	}
-	cfg, err := json.MarshalIndent(opencodeConfig(provider, model, c.bridge.URL), "", "  ")
+	cfg, err := json.MarshalIndent(opencodeConfig(provider, model, c.Bridge.URL), "", "  ")
 	if err != nil {
 		return resumeCommand{}, err
 	}
-	config := filepath.Join(c.home, ".config", "opencode", "opencode.json")
-	if err := writeConfig(config, cfg, c.backup); err != nil {
+	config := filepath.Join(c.Home, ".config", "opencode", "opencode.json")
+	if err := launch.WriteConfig(config, cfg, c.Backup); err != nil {
 		return resumeCommand{}, err
 	}
-	env := append(append([]string(nil), c.env...), opencodeEnv(c.home, "")...)
+	env := append(append([]string(nil), c.Env...), opencodeEnv(c.Home, "")...)
 	staging := map[string]any{"method": "direct"}
-	if err := opencodeStage(c.stateRoot, c.entry, env, c.home, c.cwd, doc); err != nil {
+	if err := opencodeStage(c.StateRoot, c.Entry, env, c.Home, c.Cwd, doc); err != nil {
 		// A home given with --home may hold a database already: the CLI
 		// adds the session to it.
 		staging = map[string]any{"method": "import", "reason": err.Error()}
-		out, errOut, err := opencodeTool(c.entry, env, c.cwd, "import", c.main)
+		out, errOut, err := opencodeTool(c.Entry, env, c.Cwd, "import", c.Main)
 		if err != nil {
 			return resumeCommand{}, err
 		}
-		if all := append(out, errOut...); !bytes.Contains(all, []byte(c.sid)) {
-			return resumeCommand{}, fmt.Errorf("opencode import did not report session %s: %s", c.sid, clipOut(all))
+		if all := append(out, errOut...); !bytes.Contains(all, []byte(c.SID)) {
+			return resumeCommand{}, fmt.Errorf("opencode import did not report session %s: %s", c.SID, clipOut(all))
 		}
 	}
-	args := []string{"run", "--format", "json", "--session", c.sid}
-	if c.mode == ModeFork {
+	args := []string{"run", "--format", "json", "--session", c.SID}
+	if c.Fork {
 		args = append(args, "--fork")
 	}
-	args = append(append(args, "--model", provider+"/"+model), c.args...)
-	args = append(args, c.prompt)
-	return resumeCommand{Command{Args: args, Env: opencodeEnv(c.home, c.bridge.Token)},
-		map[string]any{"opencode_provider": provider, "opencode_model": model, "opencode_staging": staging}, []string{config}}, nil
+	args = append(append(args, "--model", provider+"/"+model), c.Args...)
+	args = append(args, c.Prompt)
+	return resumeCommand{Command: Command{Args: args, Env: opencodeEnv(c.Home, c.Bridge.Token)},
+		Meta: map[string]any{"opencode_provider": provider, "opencode_model": model, "opencode_staging": staging}, Configs: []string{config}}, nil
 }
 
 // opencodeText: the text parts of --format json.
@@ -78,13 +79,13 @@ func opencodeText(line []byte) string {
 // opencodeCollect exports session id from the home's database to where
 // opencode.Bundled keeps it.
 func opencodeCollect(c resumeCall, id string) error {
-	return opencodeExport(c, c.root, id, filepath.Join(c.root, opencode.ExportDir, id+".json"))
+	return opencodeExport(c, c.Root, id, filepath.Join(c.Root, opencode.ExportDir, id+".json"))
 }
 
 // opencodeExport writes session id of the database in dataDir (the
 // home's, or a copy pvisor made) to out as `opencode export` prints it:
 // read by pvisor, or by the CLI when pvisor cannot read that database
-// (then c.meta's opencode_collecting says why).
+// (then c.Meta's opencode_collecting says why).
 func opencodeExport(c resumeCall, dataDir, id, out string) error {
 	doc, err := opencodeRead(dataDir, id)
 	if opencodeTooLarge(err) {
@@ -94,8 +95,8 @@ func opencodeExport(c resumeCall, dataDir, id, out string) error {
 	if err != nil {
 		how = map[string]any{"method": "export", "reason": err.Error()}
 	}
-	if c.meta != nil {
-		c.meta["opencode_collecting"] = how
+	if c.Meta != nil {
+		c.Meta["opencode_collecting"] = how
 	}
 	if err == nil {
 		return writeExport(out, doc)
@@ -112,7 +113,7 @@ func writeExport(out string, doc []byte) error {
 }
 
 func opencodeExportTo(c resumeCall, env []string, id, out string) error {
-	stdout, _, err := opencodeTool(c.entry, append(append([]string(nil), c.env...), env...), c.cwd, "export", id)
+	stdout, _, err := opencodeTool(c.Entry, append(append([]string(nil), c.Env...), env...), c.Cwd, "export", id)
 	if err != nil {
 		return err
 	}
@@ -218,15 +219,15 @@ func fileContains(path string, needle []byte) (bool, error) {
 // the session from the copy: the CLI writes to a database it opens, and
 // the source home is not the run's to write.
 func (r *sessionRun) exportSource(src *source, entry, ws string) (string, error) {
-	via := &capture.Via{Method: "export", Tool: launchers[r.store.Agent()].Binary(), Version: deref(r.res.Agent.Version)}
-	c := resumeCall{entry: entry, env: r.baseEnv(), cwd: ws}
+	via := &capture.Via{Method: "export", Tool: r.launcher().Binary(), Version: deref(r.res.Agent.Version)}
+	c := resumeCall{Entry: entry, Env: r.baseEnv(), Cwd: ws}
 	bundle, _, err := exportBundle(r.store, r.spec, src.located, c, filepath.Join(r.stateDir, "source-home"), filepath.Join(r.stateDir, "source"), via)
 	return bundle, err
 }
 
 // exportBundle copies the database files of loc into the data directory
 // of the new home work, exports the session from the copy with the CLI
-// (c.entry) and captures the export into the bundle store storeDir.
+// (c.Entry) and captures the export into the bundle store storeDir.
 func exportBundle(store session.Store, spec resumeSpec, loc *session.Located, c resumeCall, work, storeDir string, via *capture.Via) (string, *capture.Manifest, error) {
 	data, err := store.Root(work, os.Getenv)
 	if err != nil {
@@ -240,13 +241,13 @@ func exportBundle(store session.Store, spec resumeSpec, loc *session.Located, c 
 			return "", nil, fail(result.WorkspaceError, "copying the source database: %v", err)
 		}
 	}
-	if c.meta == nil {
-		c.meta = map[string]any{}
+	if c.Meta == nil {
+		c.Meta = map[string]any{}
 	}
-	if err := spec.export(c, data, loc.ID, filepath.Join(data, opencode.ExportDir, loc.ID+".json")); err != nil {
+	if err := spec.Export(c, data, loc.ID, filepath.Join(data, opencode.ExportDir, loc.ID+".json")); err != nil {
 		return "", nil, fail(result.TrajectoryError, "exporting %s session %s: %v", store.Agent(), loc.ID, err)
 	}
-	if how, _ := c.meta["opencode_collecting"].(map[string]any); how["method"] == "direct" && via != nil {
+	if how, _ := c.Meta["opencode_collecting"].(map[string]any); how["method"] == "direct" && via != nil {
 		// pvisor read the rows itself: the export document is the one the
 		// CLI would print, made without running it.
 		v := *via

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sync"
 
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/prompt"
 )
 
@@ -20,7 +21,7 @@ type textTap struct {
 	watch   *prompt.Watcher
 	mu      sync.Mutex
 	partial []byte
-	skip    bool // inside a line longer than maxLine
+	skip    bool // inside a line longer than launch.MaxLine
 	kept    []byte
 }
 
@@ -31,7 +32,7 @@ func (t *textTap) Write(p []byte) (int, error) {
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if !t.skip && len(t.partial)+len(p) <= maxLine {
+			if !t.skip && len(t.partial)+len(p) <= launch.MaxLine {
 				t.partial = append(t.partial, p...)
 			} else {
 				t.skip, t.partial = true, nil

@@ -15,7 +15,7 @@ import (
 // provider's usual environment (keys are read here and never reach the
 // agent), or the scripted fake model served on loopback inside pvisor.
 func (r *sessionRun) upstream() (bridge.Upstream, map[string]any, error) {
-	proto := launchers[r.store.Agent()].Protocol()
+	proto := r.launcher().Protocol()
 	name := r.req.Upstream
 	if name == "" {
 		name = string(proto)

@@ -42,23 +42,23 @@ func TestDisableThinking(t *testing.T) {
 			t.Fatalf("%s/%s: %v", tc.agent, tc.proto, err)
 		}
 		got := map[string]string{}
-		for k, v := range off.fields {
+		for k, v := range off.Fields {
 			got[k] = string(v)
 		}
 		if tc.fields == nil {
 			tc.fields = map[string]string{}
 		}
-		if d := cmp.Diff(tc.fields, got); d != "" || !cmp.Equal(tc.native, off.args) || off.effect == "" {
-			t.Errorf("%s/%s: fields (-want +got) %s, args %v, effect %q", tc.agent, tc.proto, d, off.args, off.effect)
+		if d := cmp.Diff(tc.fields, got); d != "" || !cmp.Equal(tc.native, off.Args) || off.Effect == "" {
+			t.Errorf("%s/%s: fields (-want +got) %s, args %v, effect %q", tc.agent, tc.proto, d, off.Args, off.Effect)
 		}
-		for _, v := range off.fields {
+		for _, v := range off.Fields {
 			if !json.Valid(v) {
 				t.Errorf("invalid field %s", v)
 			}
 		}
 	}
 	r := &run{req: &Request{}, res: result.New("r", "claude-code")}
-	if off, err := r.disableThinking("claude-code", bridge.Anthropic); err != nil || off.fields != nil || off.effect != "" {
+	if off, err := r.disableThinking("claude-code", bridge.Anthropic); err != nil || off.Fields != nil || off.Effect != "" {
 		t.Errorf("without the flag: %+v %v", off, err)
 	}
 }

@@ -57,8 +57,8 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 		if err != nil {
 			return nil, nil, err
 		}
-		if off.effect != "" {
-			meta["disable_thinking"] = off.effect
+		if off.Effect != "" {
+			meta["disable_thinking"] = off.Effect
 		}
 		replies, err := l.Replies(c)
 		if err != nil {
@@ -87,11 +87,11 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 		if err != nil {
 			return nil, nil, err
 		}
-		if off.effect != "" {
-			meta["disable_thinking"] = off.effect
+		if off.Effect != "" {
+			meta["disable_thinking"] = off.Effect
 		}
-		c.AgentArgs = append(slices.Clone(c.AgentArgs), off.args...)
-		cfg, err := r.req.Endpoint.config(bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.fields}, os.Getenv)
+		c.AgentArgs = append(slices.Clone(c.AgentArgs), off.Args...)
+		cfg, err := r.req.Endpoint.config(bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.Fields}, os.Getenv)
 		if err != nil {
 			return nil, nil, err
 		}

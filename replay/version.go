@@ -102,7 +102,7 @@ func probeVersionIn(ctx context.Context, argv []string, env []string, attr *sysc
 // Python agent's import must not reach the network. It is for choosing
 // among recordings (the doctor); the run itself probes again.
 func ProbeAgentVersion(ctx context.Context, agent, entry, dir string, offline bool) (string, error) {
-	l, ok := launchers[agent]
+	l, ok := launcherOf(agent)
 	if !ok {
 		return "", fmt.Errorf("pvisor does not continue %s", agent)
 	}

@@ -5,6 +5,7 @@ package result
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 )
 
 // SchemaVersion is the result contract shared with existing sandbox-playback tooling.
@@ -74,10 +75,18 @@ type Artifact struct {
 	Path   string `json:"path"`
 }
 
-// Failure says why a run did not succeed.
+// Failure says why a run did not succeed. As an error it is a refusal with
+// its category, which the engine and every agent's launcher return.
 type Failure struct {
 	Category string `json:"category"`
 	Message  string `json:"message"`
+}
+
+func (f *Failure) Error() string { return f.Message }
+
+// Fail is a refusal of category with a message that says what to do.
+func Fail(category, format string, args ...any) *Failure {
+	return &Failure{Category: category, Message: fmt.Sprintf(format, args...)}
 }
 
 // New returns a result with every collection non-nil, so it always encodes

@@ -303,7 +303,7 @@ func (s *ClaudeSplit) forward(items, blocks, reminders []gjson.Result, first, ct
 		out = append(out, blk.Raw)
 	}
 	if prompt != "" {
-		out = append(out, `{"type":"text","text":`+jsonString(prompt)+`}`)
+		out = append(out, `{"type":"text","text":`+JSONString(prompt)+`}`)
 	}
 	if cc != "" && !gjson.Get(out[len(out)-1], "cache_control").Exists() {
 		last := out[len(out)-1]
@@ -393,7 +393,7 @@ func asContext(m gjson.Result) string {
 		return m.Raw
 	}
 	if len(a) == 1 && a[0].Get("type").Str == "text" {
-		return withContent(m, jsonString(a[0].Get("text").Str))
+		return withContent(m, JSONString(a[0].Get("text").Str))
 	}
 	parts := make([]string, len(a))
 	for i, b := range a {

@@ -404,9 +404,9 @@ func enveloped2332(t testing.TB, body string, b int) string {
 				`{"role":"assistant","content":[{"type":"text","text":"No response requested."}]}`,
 				`{"role":"user","content":[`+reminder+`,{"type":"text","text":"`+nonce+`"}]}`)
 			if i == len(msgs)-1 {
-				out = append(out, `{"role":"system","content":[{"type":"text","text":`+jsonString(launchContext)+ephemeral+`}]}`)
+				out = append(out, `{"role":"system","content":[{"type":"text","text":`+JSONString(launchContext)+ephemeral+`}]}`)
 			} else {
-				out = append(out, `{"role":"system","content":`+jsonString(launchContext)+`}`)
+				out = append(out, `{"role":"system","content":`+JSONString(launchContext)+`}`)
 			}
 		default:
 			out = append(out, m.Raw)
@@ -432,7 +432,7 @@ func TestClaude2332StripsToAFreshSessionsRequest(t *testing.T) {
 				continue
 			}
 			ms := gjson.Get(rec, "messages").Array()
-			want := []string{ms[0].Raw, `{"role":"system","content":` + jsonString(launchContext) + `}`}
+			want := []string{ms[0].Raw, `{"role":"system","content":` + JSONString(launchContext) + `}`}
 			for _, m := range ms[1:] {
 				want = append(want, m.Raw)
 			}

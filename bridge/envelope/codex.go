@@ -282,10 +282,12 @@ func trim(s string) string {
 }
 
 func promptItem(prompt string) string {
-	return `{"type":"message","role":"user","content":[{"type":"input_text","text":` + jsonString(prompt) + `}]}`
+	return `{"type":"message","role":"user","content":[{"type":"input_text","text":` + JSONString(prompt) + `}]}`
 }
 
-func jsonString(s string) string {
+// JSONString is s as a JSON string, with HTML characters as they are (the
+// way the CLIs write them).
+func JSONString(s string) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -45,7 +45,7 @@ Prints one JSON line: {"bundle", "manifest", "failure"}. Exit status: 0 ok,
 cannot be captured (or exported), 11 an agent without session support or
 a CLI that does not print its version, 20 the store cannot be written.
 
-Agents: claude-code (with its subagent transcripts), codex, pi, opencode.
+Agents: claude-code (with its subagent transcripts), codex, opencode, pi.
 
 Examples:
     # Capture a Claude Code session from a sandbox's home into ./bundles.
@@ -137,9 +137,9 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 // captureAgents are the agents capture takes: those with a session store,
 // and those captured by export (OpenCode).
 func captureAgents() []string {
-	out := agents.SessionAgents()
+	var out []string
 	for _, a := range agents.Names() {
-		if _, ok := agents.Sessions(a); !ok && replay.Exported(a) {
+		if _, ok := agents.Sessions(a); ok || replay.Exported(a) {
 			out = append(out, a)
 		}
 	}

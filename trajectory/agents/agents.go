@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/trajectory"
-	"github.com/pvisor/pvisor/trajectory/claude"
-	"github.com/pvisor/pvisor/trajectory/codex"
 	"github.com/pvisor/pvisor/trajectory/miniswe"
 	"github.com/pvisor/pvisor/trajectory/opencode"
 	"github.com/pvisor/pvisor/trajectory/openhands"
@@ -18,15 +18,51 @@ import (
 	"github.com/pvisor/pvisor/trajectory/sweagent"
 )
 
-// all is in the order detection tries them.
-var all = []trajectory.Format{
-	claude.New(),
-	codex.New(),
-	opencode.New(),
-	pi.New(),
-	openhands.New(),
-	miniswe.New(),
-	sweagent.New(),
+// registry is every agent, in the order detection tries their formats. It
+// is the only list of agents in pvisor: adding one is its folder and a line
+// here.
+var registry = []launch.Agent{
+	claudeAgent(),
+	codexAgent(),
+	opencode.Agent(),
+	pi.Agent(),
+	openhands.Agent(),
+	miniswe.Agent(),
+	sweagent.Agent(),
+}
+
+// all is the formats, in detection order.
+var all = func() []trajectory.Format {
+	out := make([]trajectory.Format, len(registry))
+	for i, a := range registry {
+		out[i] = a.Format
+	}
+	return out
+}()
+
+// List returns every agent, in detection order.
+func List() []launch.Agent { return registry }
+
+// Get returns the agent called name (or one of its aliases).
+func Get(name string) (launch.Agent, bool) {
+	name = Canonical(name)
+	for _, a := range registry {
+		if a.Name() == name {
+			return a, true
+		}
+	}
+	return launch.Agent{}, false
+}
+
+// Canonical maps an alias ("pi-agent") to the agent's name; other names
+// are returned as they are.
+func Canonical(name string) string {
+	for _, a := range registry {
+		if slices.Contains(a.Aliases, name) {
+			return a.Name()
+		}
+	}
+	return name
 }
 
 // All returns every supported format.
@@ -43,20 +79,21 @@ func Names() []string {
 
 // Lookup returns the format for an agent name.
 func Lookup(name string) (trajectory.Format, bool) {
-	if canon, ok := aliases[name]; ok {
-		name = canon
-	}
-	for _, f := range all {
-		if f.Agent() == name {
-			return f, true
-		}
-	}
-	return nil, false
+	a, ok := Get(name)
+	return a.Format, ok
 }
 
-// aliases are other names of agents: pVisor and its tooling call Pi
-// "pi-agent".
-var aliases = map[string]string{"pi-agent": trajectory.Pi}
+// Launchers names the agents whose continuation this build supports, in
+// detection order.
+func Launchers() []string {
+	var out []string
+	for _, a := range registry {
+		if a.Launcher != nil {
+			out = append(out, a.Name())
+		}
+	}
+	return out
+}
 
 // HeadSize is how much of a file detection looks at.
 const HeadSize = 64 << 10

@@ -44,14 +44,10 @@ func Closest(name string, candidates []string) string {
 // Suggest is Closest over the agent names (and their aliases).
 func Suggest(name string) string {
 	names := Names()
-	for a := range aliases {
-		names = append(names, a)
+	for _, a := range registry {
+		names = append(names, a.Aliases...)
 	}
-	s := Closest(name, names)
-	if canon, ok := aliases[s]; ok {
-		s = canon
-	}
-	return s
+	return Canonical(Closest(name, names))
 }
 
 // DidYouMean is "; did you mean X?" for the agent name the mistyped name

@@ -1,4 +1,4 @@
-package replay
+package pi
 
 import (
 	"bytes"
@@ -17,39 +17,41 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/tested"
-	"github.com/pvisor/pvisor/trajectory/pi"
 )
 
-// piLauncher continues a Pi session with `pi --mode json --session <id>
+// launcher continues a Pi session with `pi --mode json --session <id>
 // <nonce>` (0.73). The rebuilt v3 session goes where Pi looks for the
 // workspace's sessions (~/.pi/agent/sessions/--<cwd>--/ under the isolated
 // HOME), with its header cwd set to the workspace, and models.json points a
 // provider with the recorded provider and model ids at the bridge over Chat
 // Completions. Pi has no step limit of its own, so the step budget is the
 // bridge's.
-type piLauncher struct{}
+type launcher struct{}
 
-const piTokenEnv = "PVISOR_BRIDGE_TOKEN"
+const tokenEnv = "PVISOR_BRIDGE_TOKEN"
 
-// piTools are Pi's built-in tools in the order its --tools flag lists them;
+// builtinTools are Pi's built-in tools in the order its --tools flag lists them;
 // read, bash, edit and write are on by default.
-var piTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
+var builtinTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
 
-func (piLauncher) Binary() string { return "pi" }
+func (launcher) Binary() string { return "pi" }
 
 // VersionShape is how `--version` prints (0.73.1).
-func (piLauncher) VersionShape() *regexp.Regexp { return piVersionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape }
 
-var piVersionShape = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
+var versionShape = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
 
-func (piLauncher) Protocol() bridge.Protocol { return bridge.Chat }
+func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 
-func (piLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) { return chatReplies(c) }
+func (launcher) Replies(c *launch.Continuation) ([]fakemodel.Reply, error) {
+	return launch.ChatReplies(c)
+}
 
-type piStaged struct {
-	c          *Continuation
-	conv       *envelope.Pi
+type staged struct {
+	c          *launch.Continuation
+	conv       *envelope.Chat
 	sid        string
 	path       string // the staged session file, which Pi appends to
 	lastID     string // the boundary entry
@@ -60,15 +62,15 @@ type piStaged struct {
 	pathPrefix string // a directory with an fd wrapper, when one was needed
 }
 
-var piFileRe = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z_(.+)\.jsonl$`)
+var sessionFileRe = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z_(.+)\.jsonl$`)
 
-func (piLauncher) Stage(c *Continuation) (Staged, error) {
+func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 	cwd := c.Workspace
 	if real, err := filepath.EvalSymlinks(cwd); err == nil {
 		cwd = real // Pi keys sessions by process.cwd(), which is resolved
 	}
 	var out bytes.Buffer
-	s := &piStaged{c: c}
+	s := &staged{c: c}
 	ts := ""
 	for n, line := range bytes.SplitAfter(c.Rebuilt, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
@@ -82,7 +84,7 @@ func (piLauncher) Stage(c *Continuation) (Staged, error) {
 		switch rec.Get("type").Str {
 		case "session":
 			s.sid, ts = rec.Get("id").Str, rec.Get("timestamp").Str
-			line = setString(line, "cwd", cwd)
+			line = launch.SetString(line, "cwd", cwd)
 		case "model_change":
 			s.provider, s.model = rec.Get("provider").Str, rec.Get("modelId").Str
 		case "message":
@@ -100,18 +102,18 @@ func (piLauncher) Stage(c *Continuation) (Staged, error) {
 	if s.provider == "" || s.model == "" {
 		return nil, fmt.Errorf("the session names no provider and model (model_change entries or assistant messages)")
 	}
-	proj, err := pi.Project(bytes.NewReader(out.Bytes()))
+	proj, err := Project(bytes.NewReader(out.Bytes()))
 	if err != nil {
 		return nil, fmt.Errorf("the staged session: %w", err)
 	}
 	s.lastID = proj.LastID
-	if s.conv, err = envelope.NewPi(proj.Items, c.Envelope); err != nil {
+	if s.conv, err = NewEnvelope(proj.Items, c.Envelope); err != nil {
 		return nil, err
 	}
-	s.tools = usedPiTools(c)
+	s.tools = usedTools(c)
 
 	name := filepath.Base(c.Source)
-	if m := piFileRe.FindStringSubmatch(name); m == nil || m[1] != s.sid {
+	if m := sessionFileRe.FindStringSubmatch(name); m == nil || m[1] != s.sid {
 		t, err := time.Parse(time.RFC3339Nano, ts)
 		if err != nil {
 			t = time.Now()
@@ -119,7 +121,7 @@ func (piLauncher) Stage(c *Continuation) (Staged, error) {
 		name = strings.ReplaceAll(t.UTC().Format("2006-01-02T15:04:05.000Z"), ":", "-") + "_" + s.sid + ".jsonl"
 		name = strings.Replace(name, ".", "-", 1)
 	}
-	dir := filepath.Join(c.Home, ".pi", "agent", "sessions", pi.SessionDir(cwd))
+	dir := filepath.Join(c.Home, ".pi", "agent", "sessions", SessionDir(cwd))
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -134,41 +136,41 @@ func (piLauncher) Stage(c *Continuation) (Staged, error) {
 	return s, nil
 }
 
-// piModelsJSON is the models.json that points the session's provider and
+// ModelsJSON is the models.json that points the session's provider and
 // model at the bridge over Chat Completions, with the token named as the
 // release reads it.
-func piModelsJSON(bridgeURL, provider, model, version string) ([]byte, error) {
+func ModelsJSON(bridgeURL, provider, model, version string) ([]byte, error) {
 	return json.MarshalIndent(map[string]any{"providers": map[string]any{provider: map[string]any{
 		"baseUrl": bridgeURL + "/v1",
 		"api":     "openai-completions",
-		"apiKey":  piAPIKey(version),
+		"apiKey":  apiKey(version),
 		"models":  []any{map[string]any{"id": model, "name": model}},
 	}}}, "", "  ")
 }
 
-// piAPIKey is how models.json names the bridge token for a Pi release, so
+// apiKey is how models.json names the bridge token for a Pi release, so
 // that the token's value reaches the bridge, never the variable's name:
 // before 0.77.0 a bare string that names an environment variable is read
 // from it; since then a bare string is the key itself and "$NAME" reads
 // the variable (0.79.4 dropped the last legacy reading of bare names).
-func piAPIKey(version string) string {
+func apiKey(version string) string {
 	if v, err := tested.ParseSemver(version); err == nil && v.Compare(tested.MustSemver("0.77.0")) < 0 {
-		return piTokenEnv
+		return tokenEnv
 	}
-	return "$" + piTokenEnv
+	return "$" + tokenEnv
 }
 
-// usedPiTools is Pi's default tools plus every built-in the trajectory
+// usedTools is Pi's default tools plus every built-in the trajectory
 // called, so a session recorded with --tools grep,find,ls resumes with them.
-func usedPiTools(c *Continuation) []string {
+func usedTools(c *launch.Continuation) []string {
 	used := map[string]bool{"read": true, "bash": true, "edit": true, "write": true}
-	for _, a := range c.Plan.Trajectory.Actions {
+	for _, a := range c.Trajectory.Actions {
 		for _, call := range a.Calls {
 			used[call.Name] = true
 		}
 	}
 	var out []string
-	for _, t := range piTools {
+	for _, t := range builtinTools {
 		if used[t] {
 			out = append(out, t)
 		}
@@ -176,34 +178,32 @@ func usedPiTools(c *Continuation) []string {
 	return out
 }
 
-func (s *piStaged) Conversation() envelope.Conversation { return s.conv }
+func (s *staged) Conversation() envelope.Conversation { return s.conv }
 
 // Command writes models.json for the bridge and resumes the session with the
 // nonce as its prompt (print and json modes do nothing without one).
-func (s *piStaged) Command(b BridgeAddr) (Command, error) {
-	data, err := piModelsJSON(b.URL, s.provider, s.model, s.c.Version)
+func (s *staged) Command(b launch.BridgeAddr) (launch.Command, error) {
+	data, err := ModelsJSON(b.URL, s.provider, s.model, s.c.Version)
 	if err != nil {
-		return Command{}, err
+		return launch.Command{}, err
 	}
 	dir := filepath.Join(s.c.Home, ".pi", "agent")
 	if err := os.WriteFile(filepath.Join(dir, "models.json"), data, 0o600); err != nil {
-		return Command{}, err
+		return launch.Command{}, err
 	}
-	env := []string{"HOME=" + s.c.Home, "PI_OFFLINE=1", "PI_SKIP_VERSION_CHECK=1", "PI_TELEMETRY=0",
-		"XDG_CONFIG_HOME=" + filepath.Join(s.c.Home, ".config"), "XDG_DATA_HOME=" + filepath.Join(s.c.Home, ".local", "share"),
-		"XDG_CACHE_HOME=" + filepath.Join(s.c.Home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(s.c.Home, ".local", "state"),
-		"NO_COLOR=1", "TERM=dumb", piTokenEnv + "=" + b.Token}
+	env := append([]string{"HOME=" + s.c.Home}, quietEnv(s.c.Home)...)
+	env = append(env, tokenEnv+"="+b.Token)
 	if slices.Contains(s.tools, "find") {
 		if bin, err := s.provideFd(); err != nil {
-			return Command{}, err
+			return launch.Command{}, err
 		} else if bin != "" {
-			env = append(env, "PATH="+bin+string(os.PathListSeparator)+envValue(s.c.Env, "PATH"))
+			env = append(env, "PATH="+bin+string(os.PathListSeparator)+launch.EnvValue(s.c.Env, "PATH"))
 		}
 	}
 	args := []string{"--mode", "json", "--provider", s.provider, "--model", s.model, "--tools", strings.Join(s.tools, ",")}
 	args = append(args, s.c.AgentArgs...)
 	args = append(args, "--session", s.sid, s.c.Envelope.Nonce)
-	return Command{Args: args, Env: env}, nil
+	return launch.Command{Args: args, Env: env}, nil
 }
 
 // provideFd puts an fd that Pi's find tool accepts on PATH when there is none:
@@ -212,12 +212,12 @@ func (s *piStaged) Command(b BridgeAddr) (Command, error) {
 // inside a git repository. Without fd Pi tries to download it, and fails
 // offline. It returns the directory to put first on PATH, "" when fd is
 // there already.
-func (s *piStaged) provideFd() (string, error) {
-	path := envValue(s.c.Env, "PATH")
-	if lookIn(path, "fd") != "" {
+func (s *staged) provideFd() (string, error) {
+	path := launch.EnvValue(s.c.Env, "PATH")
+	if launch.LookIn(path, "fd") != "" {
 		return "", nil
 	}
-	fdfind := lookIn(path, "fdfind")
+	fdfind := launch.LookIn(path, "fdfind")
 	if fdfind == "" {
 		return "", nil // Pi's find reports its own error; the rest still works
 	}
@@ -236,17 +236,4 @@ func (s *piStaged) provideFd() (string, error) {
 		return "", err
 	}
 	return bin, nil
-}
-
-func lookIn(path, name string) string {
-	for _, dir := range filepath.SplitList(path) {
-		if !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			return p
-		}
-	}
-	return ""
 }

@@ -1,4 +1,4 @@
-package replay
+package pi
 
 import (
 	"bytes"
@@ -6,32 +6,34 @@ import (
 	"os"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/replay/launch"
 )
 
 // Collect reads the session file Pi continued and removes the resume
 // envelope from it.
-func (s *piStaged) Collect() (*Collected, error) {
+func (s *staged) Collect() (*launch.Collected, error) {
 	data, err := os.ReadFile(s.path)
 	if err != nil {
 		return nil, err
 	}
-	if id := gjson.GetBytes(firstLineOf(data), "id").Str; id != s.sid {
+	if id := gjson.GetBytes(launch.FirstLine(data), "id").Str; id != s.sid {
 		return nil, fmt.Errorf("%s belongs to session %q, not the resumed %s", s.path, id, s.sid)
 	}
-	clean, removed, err := cleanPiSession(data, s.c.Envelope.Nonce, s.lines)
+	clean, removed, err := cleanSession(data, s.c.Envelope.Nonce, s.lines)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.path, err)
 	}
-	return &Collected{Session: clean, Metadata: map[string]any{"removed_records": removed,
+	return &launch.Collected{Session: clean, Metadata: map[string]any{"removed_records": removed,
 		"staged_lines": s.lines, "boundary_entry": s.lastID}}, nil
 }
 
-// cleanPiSession removes the user message entry whose content is the nonce
+// cleanSession removes the user message entry whose content is the nonce
 // (written after the first prefixLines lines) and gives its child the
 // nonce's parent, the boundary toolResult, as if the continuation had
 // answered the tool results directly. Any other occurrence of the nonce is
 // an error.
-func cleanPiSession(data []byte, nonce string, prefixLines int) ([]byte, []map[string]any, error) {
+func cleanSession(data []byte, nonce string, prefixLines int) ([]byte, []map[string]any, error) {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	n, k := 0, -1
 	var nonceID, nonceParent string
@@ -44,7 +46,7 @@ func cleanPiSession(data []byte, nonce string, prefixLines int) ([]byte, []map[s
 			continue
 		}
 		rec := gjson.ParseBytes(line)
-		if rec.Get("type").Str == "message" && rec.Get("message.role").Str == "user" && piNonceContent(rec.Get("message.content"), nonce) {
+		if rec.Get("type").Str == "message" && rec.Get("message.role").Str == "user" && nonceContent(rec.Get("message.content"), nonce) {
 			if k >= 0 {
 				return nil, nil, fmt.Errorf("lines %d and %d both hold the resume nonce", k+1, i+1)
 			}
@@ -62,7 +64,7 @@ func cleanPiSession(data []byte, nonce string, prefixLines int) ([]byte, []map[s
 		}
 		if nonceID != "" && gjson.GetBytes(line, "parentId").Str == nonceID {
 			nl := bytes.HasSuffix(line, []byte("\n"))
-			line = setString(bytes.TrimRight(line, "\n"), "parentId", nonceParent)
+			line = launch.SetString(bytes.TrimRight(line, "\n"), "parentId", nonceParent)
 			if nl {
 				line = append(line, '\n')
 			}
@@ -76,7 +78,7 @@ func cleanPiSession(data []byte, nonce string, prefixLines int) ([]byte, []map[s
 	return out.Bytes(), []map[string]any{{"line": k + 1, "entry": nonceID, "record": "user message (resume nonce)", "relinked_children": relinked}}, nil
 }
 
-func piNonceContent(c gjson.Result, nonce string) bool {
+func nonceContent(c gjson.Result, nonce string) bool {
 	if c.Type == gjson.String {
 		return c.Str == nonce
 	}

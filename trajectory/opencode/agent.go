@@ -1,0 +1,29 @@
+package opencode
+
+import "github.com/pvisor/pvisor/replay/launch"
+
+// Agent is OpenCode as pvisor's engine, capture and CLI see it. Its
+// sessions live in SQLite: they are captured and resumed as export
+// documents, which its CLI imports.
+func Agent() launch.Agent {
+	return launch.Agent{
+		Format:    New(),
+		Resumable: Bundled(),
+		Rewriter:  Exports(),
+		Native: launch.NativeLayout{
+			Label: "opencode",
+			Names: [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"},
+			Kind:  func(_, _ string) string { return "events-jsonl" },
+			// JSON documents are session exports (what `opencode import`
+			// loads), named and typed as pVisor's export.
+			Export: &launch.ExportDoc{Ext: "json", File: ExportFile, Format: ExportFormat},
+		},
+	}
+}
+
+// ExportFile is where a run puts the rebuilt session export, and
+// ExportFormat its format string, as pVisor names them.
+const (
+	ExportFile   = "opencode-session.json"
+	ExportFormat = "opencode/session-export-v1"
+)
