@@ -8,22 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvisor/pvisor/replay/launch/pyrunner/pyrunnertest"
 	"github.com/pvisor/pvisor/result"
 )
 
-// fakeMiniVenv lays out a `mini` script whose shebang names a "python"
-// that prints what the package would: the launcher's version probe.
 func fakeMiniVenv(t *testing.T, version string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "venv", "bin")
-	if err := os.MkdirAll(bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	py := filepath.Join(bin, "python")
-	os.WriteFile(py, []byte("#!/bin/sh\necho mini-swe-agent "+version+"\n"), 0o755)
-	mini := filepath.Join(bin, "mini")
-	os.WriteFile(mini, []byte("#!"+py+"\nimport sys\n"), 0o755)
-	return mini
+	return pyrunnertest.FakeVenv(t, "mini", "mini-swe-agent "+version)
 }
 
 // TestMiniRefusedBeforeAnythingRuns: a trajectory whose format the installed
@@ -65,18 +55,5 @@ func TestMiniRefusedBeforeAnythingRuns(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestVenvPython(t *testing.T) {
-	mini := fakeMiniVenv(t, "2.4.6")
-	link := filepath.Join(t.TempDir(), "mini")
-	os.Symlink(mini, link)
-	py, err := venvPython(link)
-	if err != nil || py != filepath.Join(filepath.Dir(mini), "python") {
-		t.Errorf("venvPython(link) = %q, %v", py, err)
-	}
-	if _, err := venvPython(filepath.Join(t.TempDir(), "missing")); err == nil {
-		t.Error("a missing entrypoint has a python")
 	}
 }

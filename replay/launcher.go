@@ -34,11 +34,9 @@ type (
 // the registry (trajectory/agents) has the others. A variable so engine
 // tests can add one.
 var launchers = map[string]Launcher{
-	"codex":          codexLauncher{},
-	"claude-code":    claudeLauncher{},
-	"opencode":       opencodeLauncher{},
-	"mini-swe-agent": miniLauncher{},
-	"openhands":      openhandsLauncher{},
+	"codex":       codexLauncher{},
+	"claude-code": claudeLauncher{},
+	"opencode":    opencodeLauncher{},
 }
 
 // launcherOf is the launcher that continues agent.

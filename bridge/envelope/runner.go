@@ -10,13 +10,13 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 )
 
-// Runner is the envelope of pvisor's Python runners (mini-swe-agent,
-// OpenHands) over Chat Completions. A runner reopens the rebuilt session
+// Runner is the envelope of pvisor's Python runners (the agents continued
+// through one, as mini-swe-agent and OpenHands are) over Chat Completions. A runner reopens the rebuilt session
 // with the agent's own classes and lets the agent build every request from
 // it, so nothing is added to resume it: every request is
 //
-//	prefix   the rebuilt session's projection (miniswe.Projection,
-//	         openhands.Projection), system message included, ending at O′N
+//	prefix   the rebuilt session's projection (the agent's own),
+//	         system message included, ending at O′N
 //	live     what the model and the tools added since
 //
 // and is forwarded unchanged. The first request is the projection itself.
@@ -27,21 +27,10 @@ type Runner struct {
 	want   []any
 }
 
-// NewMini returns the envelope of the mini-swe-agent runner for a
-// trajectory whose projection is prefix.
-func NewMini(prefix []json.RawMessage, opts Options) (*Runner, error) {
-	return newRunner("mini-swe-agent", prefix, opts)
-}
-
-// NewOpenHands returns the envelope of the OpenHands runner for a
-// conversation whose projection is prefix.
-func NewOpenHands(prefix []json.RawMessage, opts Options) (*Runner, error) {
-	return newRunner("openhands", prefix, opts)
-}
-
-// newRunner: a runner takes no boundary prompt (it resumes at the
-// boundary result).
-func newRunner(agent string, prefix []json.RawMessage, opts Options) (*Runner, error) {
+// NewRunner returns the envelope of agent's runner for a session whose
+// projection is prefix. A runner takes no boundary prompt (it resumes at
+// the boundary result).
+func NewRunner(agent string, prefix []json.RawMessage, opts Options) (*Runner, error) {
 	if len(prefix) == 0 {
 		return nil, fmt.Errorf("%s envelope: the rebuilt session has no messages", agent)
 	}

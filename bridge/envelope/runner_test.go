@@ -23,7 +23,11 @@ func miniBody(msgs ...string) []byte {
 
 // runnerEnvelopes are the agents continued through a Python runner.
 var runnerEnvelopes = map[string]func([]json.RawMessage, Options) (*Runner, error){
-	"mini-swe-agent": NewMini, "openhands": NewOpenHands,
+	"mini-swe-agent": runnerOf("mini-swe-agent"), "openhands": runnerOf("openhands"),
+}
+
+func runnerOf(agent string) func([]json.RawMessage, Options) (*Runner, error) {
+	return func(prefix []json.RawMessage, opts Options) (*Runner, error) { return NewRunner(agent, prefix, opts) }
 }
 
 // TestRunnerEnvelope: a runner's requests start with the projection (key
@@ -92,7 +96,7 @@ func testRunnerEnvelope(t *testing.T, agent string, newEnv func([]json.RawMessag
 // forwarded.
 func TestMiniBudget(t *testing.T) {
 	fired := 0
-	m, _ := NewMini(miniPrefix, Options{MaxLiveTurns: 1, OnBudget: func() { fired++ }})
+	m, _ := NewRunner("mini-swe-agent", miniPrefix, Options{MaxLiveTurns: 1, OnBudget: func() { fired++ }})
 	p := rawStrings(miniPrefix)
 	over := miniBody(append(append([]string{}, p...), `{"role":"assistant","content":"a"}`, `{"role":"user","content":"b"}`)...)
 	ctx, cancel := context.WithCancel(context.Background())

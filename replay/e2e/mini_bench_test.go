@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/bridge/fakemodel"
-	"github.com/pvisor/pvisor/replay/minirunner"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/miniswe"
+	minirunner "github.com/pvisor/pvisor/trajectory/miniswe/runner"
 )
 
 // BenchmarkMiniRunnerStartup measures the start-up of pvisor's mini runner

@@ -13,10 +13,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pvisor/pvisor/bridge/fakemodel"
-	"github.com/pvisor/pvisor/replay/ohrunner"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/openhands"
+	ohrunner "github.com/pvisor/pvisor/trajectory/openhands/runner"
 )
 
 // BenchmarkOpenHandsRunnerStartup measures the start-up of pvisor's

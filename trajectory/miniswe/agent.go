@@ -5,7 +5,8 @@ import "github.com/pvisor/pvisor/replay/launch"
 // Agent is mini-swe-agent as pvisor's engine and CLI see it.
 func Agent() launch.Agent {
 	return launch.Agent{
-		Format: New(),
+		Format:   New(),
+		Launcher: launcher{},
 		Native: launch.NativeLayout{Label: "mini-swe-agent",
 			Names: [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"}},
 	}

@@ -1,7 +1,7 @@
-// Package minirunner is the Python program pvisor continues mini-swe-agent
+// Package runner is the Python program pvisor continues mini-swe-agent
 // with: it drives mini's own agent, model and environment classes, run
 // with the python of the agent's venv.
-package minirunner
+package runner
 
 import _ "embed"
 

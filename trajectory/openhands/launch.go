@@ -1,4 +1,4 @@
-package replay
+package openhands
 
 import (
 	"bytes"
@@ -19,14 +19,14 @@ import (
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
 	"github.com/pvisor/pvisor/replay/launch"
-	"github.com/pvisor/pvisor/replay/ohrunner"
-	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/replay/launch/pyrunner"
+	pvresult "github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
-	"github.com/pvisor/pvisor/trajectory/openhands"
+	"github.com/pvisor/pvisor/trajectory/openhands/runner"
 )
 
-// openhandsLauncher continues an OpenHands V1 (software-agent-sdk)
-// conversation with pvisor's runner (replay/ohrunner), run with the python
+// launcher continues an OpenHands V1 (software-agent-sdk)
+// conversation with pvisor's runner (trajectory/openhands/runner), run with the python
 // of the SDK's venv: it writes the rebuilt events into a new conversation's
 // own event store, builds the agent with the recorded tools and an LLM
 // pointed at the bridge (litellm's openai provider; the token is
@@ -34,25 +34,25 @@ import (
 // LocalConversation run until the agent finishes. The entrypoint is the
 // venv's `openhands-sdk` script (install-clis.sh writes it), which prints
 // the SDK's version.
-type openhandsLauncher struct{}
+type launcher struct{}
 
-func (openhandsLauncher) Binary() string { return "openhands-sdk" }
+func (launcher) Binary() string { return "openhands-sdk" }
 
-func (openhandsLauncher) VersionShape() *regexp.Regexp { return openhandsVersionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape }
 
-var openhandsVersionShape = regexp.MustCompile(`(?m)^openhands-sdk \d+\.\d+\.\d+\S*$`)
+var versionShape = regexp.MustCompile(`(?m)^openhands-sdk \d+\.\d+\.\d+\S*$`)
 
-func (openhandsLauncher) Protocol() bridge.Protocol { return bridge.Chat }
+func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 
 // CheckTrajectory: the runner continues V1 event logs whose agent it can
 // rebuild and whose prefix it can project; V0 trajectories were written by
 // the OpenHands server, which pvisor does not run.
-func (openhandsLauncher) CheckTrajectory(t *trajectory.Trajectory, version string, req launch.Check) error {
+func (launcher) CheckTrajectory(t *trajectory.Trajectory, version string, req launch.Check) error {
 	if req.BoundaryUserPrompt != "" {
-		return configErr("--boundary-user-prompt is not supported for openhands: its runner resumes at the boundary result")
+		return pvresult.Fail(pvresult.ConfigurationError, "--boundary-user-prompt is not supported for openhands: its runner resumes at the boundary result")
 	}
-	if t.Format != openhands.FormatV1Events {
-		return fail(result.UnsupportedVersion, "an OpenHands %s trajectory (V0 events, the OpenHands 0.x server) cannot be continued: pvisor continues OpenHands V1 conversations with openhands-sdk %s; --replay-only replays it", t.Format, version)
+	if t.Format != FormatV1Events {
+		return pvresult.Fail(pvresult.UnsupportedVersion, "an OpenHands %s trajectory (V0 events, the OpenHands 0.x server) cannot be continued: pvisor continues OpenHands V1 conversations with openhands-sdk %s; --replay-only replays it", t.Format, version)
 	}
 	a, ok := t.Step(req.AfterStep)
 	if !ok {
@@ -63,8 +63,8 @@ func (openhandsLauncher) CheckTrajectory(t *trajectory.Trajectory, version strin
 		return err
 	}
 	defer f.Close()
-	if err := openhands.Continuable(f, a.Locator.Last, ohrunner.ToolKinds); err != nil {
-		return fail(result.UnsupportedVersion, "openhands-sdk %s cannot continue this conversation: %v", version, err)
+	if err := Continuable(f, a.Locator.Last, runner.ToolKinds); err != nil {
+		return pvresult.Fail(pvresult.UnsupportedVersion, "openhands-sdk %s cannot continue this conversation: %v", version, err)
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func (openhandsLauncher) CheckTrajectory(t *trajectory.Trajectory, version strin
 // Replies are the recorded responses after the boundary: each call with
 // the arguments the model sent (the ActionEvent's tool_call), not the
 // parsed action the decoder compares.
-func (openhandsLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
+func (launcher) Replies(c *launch.Continuation) ([]fakemodel.Reply, error) {
 	t := c.Trajectory
 	i := t.ActionIndex(c.AfterStep)
 	if i < 0 {
@@ -105,8 +105,8 @@ func (openhandsLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
 	return out, nil
 }
 
-type openhandsStaged struct {
-	c       *Continuation
+type staged struct {
+	c       *launch.Continuation
 	conv    *envelope.Runner
 	py      string
 	request string
@@ -114,33 +114,33 @@ type openhandsStaged struct {
 	prefix  int    // events in the rebuilt conversation
 }
 
-func (openhandsLauncher) Stage(c *Continuation) (Staged, error) {
+func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 	doc, _, err := c.Paths.JSON(c.Rebuilt)
 	if err != nil {
 		return nil, err
 	}
-	proj, err := openhands.Projection(bytes.NewReader(doc))
+	proj, err := Projection(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("the rebuilt conversation: %w", err)
 	}
-	conv, err := envelope.NewOpenHands(proj, c.Envelope)
+	conv, err := envelope.NewRunner("openhands", proj, c.Envelope)
 	if err != nil {
 		return nil, err
 	}
-	py, err := venvPython(c.Entrypoint)
+	py, err := pyrunner.VenvPython(c.Entrypoint)
 	if err != nil {
 		return nil, err
 	}
 	id := uuid.New()
 	base := filepath.Join(c.Home, "conversations")
-	s := &openhandsStaged{c: c, conv: conv, py: py, prefix: bytes.Count(doc, []byte("\n")),
+	s := &staged{c: c, conv: conv, py: py, prefix: bytes.Count(doc, []byte("\n")),
 		request: filepath.Join(c.Home, "pvisor-openhands-request.json"),
 		events:  filepath.Join(base, hexID(id), "events")}
 	rebuilt := filepath.Join(c.Home, "rebuilt-events.jsonl")
 	if err := os.WriteFile(rebuilt, doc, 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(c.Home, "pvisor-openhands-runner.py"), ohrunner.Script, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(c.Home, "pvisor-openhands-runner.py"), runner.Script, 0o600); err != nil {
 		return nil, err
 	}
 	req := map[string]any{"events": rebuilt, "persistence_dir": base, "conversation_id": id.String(),
@@ -155,21 +155,21 @@ func (openhandsLauncher) Stage(c *Continuation) (Staged, error) {
 // hexID is the SDK's folder name for a conversation: the id's hex digits.
 func hexID(id uuid.UUID) string { return fmt.Sprintf("%x", id[:]) }
 
-func (s *openhandsStaged) Conversation() envelope.Conversation { return s.conv }
+func (s *staged) Conversation() envelope.Conversation { return s.conv }
 
 // Program is the venv's python, which runs the runner.
-func (s *openhandsStaged) Program() string { return s.py }
+func (s *staged) Program() string { return s.py }
 
 // Command runs the runner with the SDK's banner and OpenTelemetry off.
-func (s *openhandsStaged) Command(b BridgeAddr) (Command, error) {
-	return runnerCommand(s.c, s.request, "pvisor-openhands-runner.py", b,
+func (s *staged) Command(b launch.BridgeAddr) (launch.Command, error) {
+	return pyrunner.Command(s.c, s.request, "pvisor-openhands-runner.py", b,
 		"OPENHANDS_SUPPRESS_BANNER=1", "OTEL_SDK_DISABLED=true")
 }
 
 // Collect joins the conversation's event files, in the SDK's order, into
 // the V1 JSONL pvisor reads. The runner adds nothing to resume, so nothing
 // is removed; the rebuilt events must still lead.
-func (s *openhandsStaged) Collect() (*Collected, error) {
+func (s *staged) Collect() (*launch.Collected, error) {
 	names, err := filepath.Glob(filepath.Join(s.events, "event-*.json"))
 	if err != nil {
 		return nil, err
@@ -204,7 +204,7 @@ func (s *openhandsStaged) Collect() (*Collected, error) {
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(s.events), "base_state.json")); err == nil {
 		status = gjson.GetBytes(b, "execution_status").Str
 	}
-	return &Collected{Session: out.Bytes(), Metadata: map[string]any{"removed_records": []any{},
+	return &launch.Collected{Session: out.Bytes(), Metadata: map[string]any{"removed_records": []any{},
 		"execution_status": status, "staged_events": s.prefix}}, nil
 }
 

@@ -1,8 +1,8 @@
-package replay
+package miniswe
 
 import (
-	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,96 +17,71 @@ import (
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
 	"github.com/pvisor/pvisor/replay/launch"
-	"github.com/pvisor/pvisor/replay/minirunner"
-	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/replay/launch/pyrunner"
+	pvresult "github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
-	"github.com/pvisor/pvisor/trajectory/miniswe"
+	"github.com/pvisor/pvisor/trajectory/miniswe/runner"
 )
 
-// miniLauncher continues a mini-swe-agent trajectory with pvisor's runner
-// (replay/minirunner), run with the python of the `mini` entrypoint's venv:
+// launcher continues a mini-swe-agent trajectory with pvisor's runner
+// (trajectory/miniswe/runner), run with the python of the `mini` entrypoint's venv:
 // it builds mini's own agent, model and environment from the trajectory's
 // saved config, restores agent.messages from the rebuilt trajectory and
 // calls agent.step() until mini exits. The model is litellm's openai
 // provider pointed at the bridge; the token is OPENAI_API_KEY, which no
 // saved config holds. The step budget is the bridge's: over it the runner
 // is stopped with SIGTERM and saves what it has.
-type miniLauncher struct{}
+type launcher struct{}
 
-func (miniLauncher) Binary() string { return "mini" }
+func (launcher) Binary() string { return "mini" }
 
 // VersionShape is what VersionCommand prints.
-func (miniLauncher) VersionShape() *regexp.Regexp { return miniVersionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape }
 
-var miniVersionShape = regexp.MustCompile(`(?m)^mini-swe-agent \d+\.\d+\.\d+\S*$`)
+var versionShape = regexp.MustCompile(`(?m)^mini-swe-agent \d+\.\d+\.\d+\S*$`)
 
-func (miniLauncher) Protocol() bridge.Protocol { return bridge.Chat }
+func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 
 // VersionCommand asks the package: `mini --version` of 1.x prints a banner
 // and no version.
-func (miniLauncher) VersionCommand(entry string) ([]string, error) {
-	py, err := venvPython(entry)
+func (launcher) VersionCommand(entry string) ([]string, error) {
+	py, err := pyrunner.VenvPython(entry)
 	if err != nil {
 		return nil, err
 	}
 	return []string{py, "-c", "import minisweagent; print('mini-swe-agent', minisweagent.__version__)"}, nil
 }
 
-// venvPython is the interpreter the `mini` script runs with: its shebang
-// (pip writes the venv's python there), else python next to it.
-func venvPython(entry string) (string, error) {
-	real, err := filepath.EvalSymlinks(entry)
-	if err != nil {
-		return "", err
-	}
-	f, err := os.Open(real)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	if py, ok := strings.CutPrefix(strings.TrimSpace(line), "#!"); ok && filepath.IsAbs(py) && !strings.ContainsAny(py, " \t") {
-		if st, err := os.Stat(py); err == nil && !st.IsDir() {
-			return py, nil
-		}
-	}
-	py := filepath.Join(filepath.Dir(real), "python")
-	if _, err := os.Stat(py); err != nil {
-		return "", fmt.Errorf("%s is not a script of a Python venv (no python next to it)", entry)
-	}
-	return py, nil
-}
-
 // CheckTrajectory: the runner continues a trajectory with the mini
 // generation that wrote its format (1.x: mini-swe-agent-1, 2.x:
 // mini-swe-agent-1.1), from a saved config; it takes no boundary prompt.
-func (miniLauncher) CheckTrajectory(t *trajectory.Trajectory, version string, req launch.Check) error {
+func (launcher) CheckTrajectory(t *trajectory.Trajectory, version string, req launch.Check) error {
 	if req.BoundaryUserPrompt != "" {
-		return configErr("--boundary-user-prompt is not supported for mini-swe-agent: its runner resumes at the boundary observation")
+		return pvresult.Fail(pvresult.ConfigurationError, "--boundary-user-prompt is not supported for mini-swe-agent: its runner resumes at the boundary observation")
 	}
 	major := strings.SplitN(version, ".", 2)[0]
-	want := map[string]string{"1": miniswe.FormatV1}[major]
+	want := map[string]string{"1": FormatV1}[major]
 	if want == "" {
-		want = miniswe.FormatV11
+		want = FormatV11
 	}
 	if t.Format != want {
-		return fail(result.UnsupportedVersion, "mini-swe-agent %s cannot continue a %s trajectory (recorded with mini %s); install the mini release that wrote it and pass it as --agent-entrypoint",
-			version, t.Format, orDefault(t.Version, "of unknown version"))
+		return pvresult.Fail(pvresult.UnsupportedVersion, "mini-swe-agent %s cannot continue a %s trajectory (recorded with mini %s); install the mini release that wrote it and pass it as --agent-entrypoint",
+			version, t.Format, cmp.Or(t.Version, "of unknown version"))
 	}
 	if len(t.Config) == 0 {
-		return fail(result.UnsupportedVersion, "the trajectory has no saved info.config for the runner to build mini's agent from; pass the .traj.json mini wrote")
+		return pvresult.Fail(pvresult.UnsupportedVersion, "the trajectory has no saved info.config for the runner to build mini's agent from; pass the .traj.json mini wrote")
 	}
-	if err := miniswe.CheckContinuation(t); err != nil {
-		return fail(result.UnsupportedAgent, "%v: refused before anything runs; --replay-only replays the prefix without the runner", err)
+	if err := CheckContinuation(t); err != nil {
+		return pvresult.Fail(pvresult.UnsupportedAgent, "%v: refused before anything runs; --replay-only replays the prefix without the runner", err)
 	}
 	return nil
 }
 
 // Replies: 2.x calls the bash tool; 1.x's actions are fenced blocks in the
 // reply text, which is all it sends back.
-func (miniLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
-	reps, err := chatReplies(c)
-	if err != nil || c.Trajectory.Format != miniswe.FormatV1 {
+func (launcher) Replies(c *launch.Continuation) ([]fakemodel.Reply, error) {
+	reps, err := launch.ChatReplies(c)
+	if err != nil || c.Trajectory.Format != FormatV1 {
 		return reps, err
 	}
 	for i := range reps {
@@ -116,12 +91,12 @@ func (miniLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
 }
 
 // TextActions: 1.x sends no tools.
-func (miniLauncher) TextActions(c *Continuation) bool {
-	return c.Trajectory.Format == miniswe.FormatV1
+func (launcher) TextActions(c *launch.Continuation) bool {
+	return c.Trajectory.Format == FormatV1
 }
 
-type miniStaged struct {
-	c       *Continuation
+type staged struct {
+	c       *launch.Continuation
 	conv    *envelope.Runner
 	py      string
 	request string
@@ -129,31 +104,31 @@ type miniStaged struct {
 	prefix  int // messages in the rebuilt trajectory
 }
 
-func (miniLauncher) Stage(c *Continuation) (Staged, error) {
+func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 	doc, _, err := c.Paths.JSON(c.Rebuilt)
 	if err != nil {
 		return nil, err
 	}
 	t := c.Trajectory
-	proj, err := miniswe.Projection(bytes.NewReader(doc), t.Format)
+	proj, err := Projection(bytes.NewReader(doc), t.Format)
 	if err != nil {
 		return nil, fmt.Errorf("the rebuilt trajectory: %w", err)
 	}
-	conv, err := envelope.NewMini(proj, c.Envelope)
+	conv, err := envelope.NewRunner("mini-swe-agent", proj, c.Envelope)
 	if err != nil {
 		return nil, err
 	}
-	py, err := venvPython(c.Entrypoint)
+	py, err := pyrunner.VenvPython(c.Entrypoint)
 	if err != nil {
 		return nil, err
 	}
-	s := &miniStaged{c: c, conv: conv, py: py, prefix: len(proj),
+	s := &staged{c: c, conv: conv, py: py, prefix: len(proj),
 		request: filepath.Join(c.Home, "pvisor-mini-request.json"), output: filepath.Join(c.Home, "continued.traj.json")}
 	rebuilt := filepath.Join(c.Home, "rebuilt.traj.json")
 	if err := os.WriteFile(rebuilt, doc, 0o600); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(c.Home, "pvisor-mini-runner.py"), minirunner.Script, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(c.Home, "pvisor-mini-runner.py"), runner.Script, 0o600); err != nil {
 		return nil, err
 	}
 	req := map[string]any{"trajectory": rebuilt, "output": s.output, "workspace": c.Workspace,
@@ -165,23 +140,23 @@ func (miniLauncher) Stage(c *Continuation) (Staged, error) {
 	return s, os.WriteFile(s.request, data, 0o600)
 }
 
-func (s *miniStaged) Conversation() envelope.Conversation { return s.conv }
+func (s *staged) Conversation() envelope.Conversation { return s.conv }
 
 // Program is the venv's python, which runs the runner.
-func (s *miniStaged) Program() string { return s.py }
+func (s *staged) Program() string { return s.py }
 
 // Command runs the runner with mini's start-up prompts and cost tracking
 // off and its global config dir in the staged home.
-func (s *miniStaged) Command(b BridgeAddr) (Command, error) {
+func (s *staged) Command(b launch.BridgeAddr) (launch.Command, error) {
 	home := s.c.Home
-	return runnerCommand(s.c, s.request, "pvisor-mini-runner.py", b,
+	return pyrunner.Command(s.c, s.request, "pvisor-mini-runner.py", b,
 		"MSWEA_CONFIGURED=true", "MSWEA_SILENT_STARTUP=1", "MSWEA_COST_TRACKING=ignore_errors",
 		"MSWEA_GLOBAL_CONFIG_DIR="+filepath.Join(home, ".config", "mini-swe-agent"))
 }
 
 // Collect reads the trajectory the runner saved. The runner adds nothing
 // to resume, so there is nothing to remove; the prefix must be intact.
-func (s *miniStaged) Collect() (*Collected, error) {
+func (s *staged) Collect() (*launch.Collected, error) {
 	data, err := os.ReadFile(s.output)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("the runner saved no trajectory (see logs/mini-swe-agent-stderr.log)")
@@ -189,13 +164,13 @@ func (s *miniStaged) Collect() (*Collected, error) {
 	if err != nil {
 		return nil, err
 	}
-	proj, err := miniswe.Projection(bytes.NewReader(data), s.c.Trajectory.Format)
+	proj, err := Projection(bytes.NewReader(data), s.c.Trajectory.Format)
 	if err != nil {
 		return nil, err
 	}
 	if len(proj) < s.prefix {
 		return nil, fmt.Errorf("the continued trajectory holds %d messages, fewer than the %d it resumed from", len(proj), s.prefix)
 	}
-	return &Collected{Session: data, Metadata: map[string]any{"removed_records": []any{},
+	return &launch.Collected{Session: data, Metadata: map[string]any{"removed_records": []any{},
 		"exit_status": gjson.GetBytes(data, "info.exit_status").String(), "staged_messages": s.prefix}}, nil
 }

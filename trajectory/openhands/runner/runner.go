@@ -1,7 +1,7 @@
-// Package ohrunner is the Python program pvisor continues OpenHands V1
+// Package runner is the Python program pvisor continues OpenHands V1
 // conversations with: it drives openhands-sdk's own Agent, LLM, tools and
 // LocalConversation, run with the python of the SDK's venv.
-package ohrunner
+package runner
 
 import _ "embed"
 

@@ -1,4 +1,4 @@
-package ohrunner
+package runner
 
 import (
 	"regexp"
