@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
 
@@ -197,8 +199,11 @@ func (r *Request) Validate() error {
 	if err := r.checkDisallowedTools(); err != nil {
 		return err
 	}
-	if r.Instance != "" && r.Agent != "openhands" {
-		return configErr("--instance selects an instance of an OpenHands output.jsonl; %s sessions hold one session per file", r.Agent)
+	if f, ok := lookupFormat(r.Agent); ok && r.Instance != "" {
+		if _, multi := f.(trajectory.MultiSession); !multi {
+			return configErr("--instance selects an instance of a file holding several sessions (an OpenHands output.jsonl, for %s); %s sessions hold one session per file",
+				strings.Join(multiSessionAgents(), ", "), r.Agent)
+		}
 	}
 	if _, ok := lookupFormat(r.Agent); !ok {
 		return configErr("unknown agent %q (supported: %s)%s", r.Agent, strings.Join(agentNames(), ", "), agents.DidYouMean(r.Agent))
@@ -224,16 +229,24 @@ func fail(category, format string, args ...any) *Failure {
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // checkDisallowedTools validates --agent-disallowed-tool as pVisor does:
-// claude-code only, names of letters, digits, '_' and '-', no duplicates.
+// only for an agent whose launcher takes it (claude-code), and tool names
+// of letters, digits, '_' and '-', no duplicates.
 func (r *Request) checkDisallowedTools() error {
 	if len(r.DisallowedTools) == 0 {
 		return nil
 	}
-	if r.Agent != "claude-code" {
-		return configErr("--agent-disallowed-tool: disallowed_tools is supported only for claude-code")
+	if l, _ := launcherOf(r.Agent); l != nil {
+		if _, ok := l.(launch.ToolDisallower); ok {
+			return checkToolNames(r.DisallowedTools)
+		}
 	}
+	return configErr("--agent-disallowed-tool: disallowed_tools is supported only for %s", strings.Join(toolDisallowers(), ", "))
+}
+
+// checkToolNames: names of letters, digits, '_' and '-', no duplicates.
+func checkToolNames(tools []string) error {
 	seen := map[string]bool{}
-	for _, t := range r.DisallowedTools {
+	for _, t := range tools {
 		if !toolNamePattern.MatchString(t) {
 			return configErr("--agent-disallowed-tool: invalid disallowed tool name %q", t)
 		}
@@ -243,4 +256,29 @@ func (r *Request) checkDisallowedTools() error {
 		seen[t] = true
 	}
 	return nil
+}
+
+// toolDisallowers names the agents --agent-disallowed-tool applies to.
+func toolDisallowers() []string {
+	var out []string
+	for _, a := range agents.Names() {
+		if l, _ := launcherOf(a); l != nil {
+			if _, ok := l.(launch.ToolDisallower); ok {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
+
+// multiSessionAgents names the agents whose files may hold several
+// sessions.
+func multiSessionAgents() []string {
+	var out []string
+	for _, f := range agents.All() {
+		if _, ok := f.(trajectory.MultiSession); ok {
+			out = append(out, f.Agent())
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/launch"
@@ -47,4 +48,10 @@ func (claudeLauncher) DisableThinking(proto bridge.Protocol, _ []string) (launch
 func (opencodeLauncher) DisableThinking(bridge.Protocol, []string) (launch.ThinkingOff, error) {
 	return launch.ThinkingOff{Effect: "chat_template_kwargs.enable_thinking=false",
 		Fields: map[string]json.RawMessage{"chat_template_kwargs": noThinkingKwargs}}, nil
+}
+
+// DisallowedToolsArgs: pVisor passes --agent-disallowed-tool to claude-code
+// as --disallowedTools with the names joined by commas.
+func (claudeLauncher) DisallowedToolsArgs(tools []string) []string {
+	return []string{"--disallowedTools", strings.Join(tools, ",")}
 }

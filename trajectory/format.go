@@ -70,6 +70,22 @@ func DecodePrefix(f Format, r io.Reader, src io.ReaderAt, opts Options, afterSte
 	return t, err
 }
 
+// A MultiSession is a Format whose files may hold several sessions (an
+// OpenHands evaluation's output.jsonl), one of which Options.Instance
+// chooses: a decode without a choice fails with an error IsMultiple
+// recognises, and Instances lists the choices (for inspect).
+type MultiSession interface {
+	Instances(r io.Reader) ([]Instance, error)
+	IsMultiple(err error) bool
+}
+
+// Instance is one session of a file holding several.
+type Instance struct {
+	ID     string `json:"instance_id"` // "" when it has none
+	Line   int    `json:"line"`
+	Events int    `json:"events"` // its length in the native unit
+}
+
 // Options tune a decode.
 type Options struct {
 	// SkipObservationContent leaves Observation.Content empty, for callers

@@ -93,7 +93,7 @@ func badCases() []badCase {
 		{name: "openhands multi-instance without --instance", agent: "openhands", file: "../../testdata/trajectories/openhands/ohands_multi_swe_bench_output.jsonl", wantExit: 11, wantMsg: "choose one with --instance ID"},
 		{name: "openhands multi-instance with --instance", agent: "openhands", file: "../../testdata/trajectories/openhands/ohands_multi_swe_bench_output.jsonl", args: []string{"--instance", "ponylang__ponyc-4588"}, wantExit: 0},
 		{name: "openhands unknown --instance", agent: "openhands", file: "../../testdata/trajectories/openhands/ohands_multi_swe_bench_output.jsonl", args: []string{"--instance", "x"}, wantExit: 10, wantMsg: `no instance "x"`},
-		{name: "--instance for another agent", agent: "claude-code", content: claudeBase, args: []string{"--instance", "x"}, wantExit: 2, wantMsg: "--instance selects an instance of an OpenHands output.jsonl"},
+		{name: "--instance for another agent", agent: "claude-code", content: claudeBase, args: []string{"--instance", "x"}, wantExit: 2, wantMsg: "--instance selects an instance of a file holding several sessions (an OpenHands output.jsonl, for openhands)"},
 		{name: "pi-agent is pi", agent: "pi-agent", content: piBase, wantExit: 0},
 		{name: "disallowed tool for claude", agent: "claude-code", content: claudeBase, args: []string{"--agent-disallowed-tool", "WebFetch", "--agent-disallowed-tool", "Task"}, wantExit: 0},
 		{name: "disallowed tool for codex", agent: "codex", content: codexBase, args: []string{"--agent-disallowed-tool", "WebFetch"}, wantExit: 2, wantMsg: "disallowed_tools is supported only for claude-code"},

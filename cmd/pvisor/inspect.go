@@ -16,7 +16,6 @@ import (
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/agents"
-	"github.com/pvisor/pvisor/trajectory/openhands"
 )
 
 const inspectUsage = `Usage: pvisor inspect FILE [--agent A] [--instance ID] [--json]
@@ -81,8 +80,12 @@ func cmdInspect(args []string, stdout, stderr io.Writer) int {
 	}
 	path := fs.Arg(0)
 	t, code, err := decodeForInspect(path, *agent, *instance)
-	if err != nil && *instance == "" && strings.Contains(err.Error(), openhands.MultiInstanceMsg) {
-		return listInstances(path, *asJSON, stdout, stderr)
+	if err != nil && *instance == "" {
+		for _, f := range agents.All() {
+			if m, ok := f.(trajectory.MultiSession); ok && m.IsMultiple(err) {
+				return listInstances(path, f.Agent(), m, *asJSON, stdout, stderr)
+			}
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "pvisor inspect: %v\n", err)
@@ -255,16 +258,16 @@ func orDash(s string) string {
 	return s
 }
 
-// listInstances prints the instances of a multi-instance OpenHands
-// output.jsonl, each one a --instance value.
-func listInstances(path string, asJSON bool, stdout, stderr io.Writer) int {
+// listInstances prints the instances of a file holding several sessions
+// (an OpenHands output.jsonl), each one a --instance value.
+func listInstances(path, agent string, m trajectory.MultiSession, asJSON bool, stdout, stderr io.Writer) int {
 	f, _, err := replay.OpenTrajectory(path)
 	if err != nil {
 		fmt.Fprintf(stderr, "pvisor inspect: %v\n", err)
 		return 10
 	}
 	defer f.Close()
-	insts, err := openhands.Instances(f)
+	insts, err := m.Instances(f)
 	if err != nil {
 		fmt.Fprintf(stderr, "pvisor inspect: %s: %v\n", path, err)
 		return 10
@@ -272,12 +275,12 @@ func listInstances(path string, asJSON bool, stdout, stderr io.Writer) int {
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"agent": "openhands", "instances": insts}); err != nil {
+		if err := enc.Encode(map[string]any{"agent": agent, "instances": insts}); err != nil {
 			return 50
 		}
 		return 0
 	}
-	fmt.Fprintf(stdout, "openhands output.jsonl with %d instances; choose one with --instance ID\n", len(insts))
+	fmt.Fprintf(stdout, "%s output.jsonl with %d instances; choose one with --instance ID\n", agent, len(insts))
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "LINE\tINSTANCE\tEVENTS")
 	for _, in := range insts {

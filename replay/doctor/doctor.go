@@ -120,9 +120,7 @@ func Check(ctx context.Context, o Options) ([]Row, error) {
 		names = Agents()
 	}
 	for i, n := range names {
-		if n == "pi-agent" { // the existing tooling's name for pi
-			names[i] = "pi"
-		}
+		names[i] = agents.Canonical(n) // the existing tooling's names ("pi-agent")
 		if !slices.Contains(Agents(), names[i]) {
 			return nil, fmt.Errorf("doctor cannot check %q: it checks %s", n, strings.Join(Agents(), ", "))
 		}

@@ -90,6 +90,14 @@ type ThinkingOff struct {
 	Effect string
 }
 
+// ToolDisallower is implemented by launchers whose CLI takes pVisor's
+// --agent-disallowed-tool (claude-code's --disallowedTools): the native
+// arguments that keep the CLI from calling tools. Other agents refuse the
+// flag.
+type ToolDisallower interface {
+	DisallowedToolsArgs(tools []string) []string
+}
+
 // Programmer is implemented by a Staged that runs another program than the
 // entrypoint (mini-swe-agent's runner, run with the python of the
 // entrypoint's venv); Command's Args are that program's.

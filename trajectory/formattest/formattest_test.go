@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -347,20 +346,28 @@ func TestCorpusDetect(t *testing.T) {
 	}
 }
 
-// The shared heads are checked against every real format, so that a format
-// adopting CheckDetect inherits only true expectations.
+// The hand-written heads are checked against every real format, so that a
+// format adopting CheckDetect inherits only true expectations: an agent
+// folder's heads are claimed by its format alone, the unclaimed by none.
 func TestHeadsBelongToTheirAgents(t *testing.T) {
-	for _, h := range heads {
-		want := []string{h.agent}
-		if h.agent == "" {
-			want = nil
+	folder := map[string]string{"claude": "claude-code", "codex": "codex", "opencode": "opencode", "pi": "pi",
+		"openhands": "openhands", "miniswe": "mini-swe-agent", "sweagent": "swe-agent"}
+	seen := map[string]bool{}
+	for _, h := range loadHeads(t) {
+		var want []string
+		if dir := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(h.path)))); dir != "formattest" {
+			a, ok := folder[dir]
+			if !ok {
+				t.Fatalf("%s: heads of folder %s, which this test does not map to an agent", h.path, dir)
+			}
+			want, seen[a] = []string{a}, true
 		}
-		if d := cmp.Diff(want, agents.Matching([]byte(h.text))); d != "" {
-			t.Errorf("%s head claimed by (-want +got):\n%s", h.name, d)
+		if d := cmp.Diff(want, agents.Matching(h.text)); d != "" {
+			t.Errorf("%s claimed by (-want +got):\n%s", h.path, d)
 		}
 	}
 	for _, f := range agents.All() {
-		if !slices.ContainsFunc(heads, func(h head) bool { return h.agent == f.Agent() }) {
+		if !seen[f.Agent()] {
 			t.Errorf("no head of %s", f.Agent())
 		}
 	}

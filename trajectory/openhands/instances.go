@@ -17,11 +17,15 @@ import (
 // instances when none was chosen; callers that can list them look for it.
 const MultiInstanceMsg = "this output.jsonl holds more than one instance"
 
-// Instance is one line of an evaluation output.jsonl.
-type Instance struct {
-	ID     string `json:"instance_id"` // "" when the line has none
-	Line   int    `json:"line"`
-	Events int    `json:"events"` // length of its history
+// Instance is one line of an evaluation output.jsonl (Events: the length
+// of its history).
+type Instance = trajectory.Instance
+
+// Instances and IsMultiple make the format a trajectory.MultiSession.
+func (format) Instances(r io.Reader) ([]Instance, error) { return Instances(r) }
+
+func (format) IsMultiple(err error) bool {
+	return err != nil && strings.Contains(err.Error(), MultiInstanceMsg)
 }
 
 // Instances lists the instances of an output.jsonl, one per non-blank line.
