@@ -14,6 +14,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/replay/agentproc"
 	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/relocate"
 	"github.com/pvisor/pvisor/result"
@@ -149,7 +150,7 @@ func continuationArgs(req *Request, l Launcher) []string {
 
 // continuation is one run of the agent CLI and what it left.
 type continuation struct {
-	stop    stopReason
+	stop    agentproc.StopReason
 	code    int
 	signal  string
 	waitErr error
@@ -199,7 +200,7 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 	}
 	logs := map[string]*os.File{}
 	for _, name := range []string{"bridge.log", agent + "-stdout.log", agent + "-stderr.log"} {
-		f, err := openLog(filepath.Join(logDir, name))
+		f, err := agentproc.OpenLog(filepath.Join(logDir, name))
 		if err != nil {
 			return nil, fail(result.WorkspaceError, "%v", err)
 		}
@@ -246,18 +247,18 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 		h.Launch(Launch{Entry: exe, Args: cmd.Args, Env: env, Dir: cs.c.Workspace, Home: cs.c.Home, Temp: tmp,
 			Stdin: cmd.Stdin, Bridge: srv.URL()})
 	}
-	proc, err := startAgent(agentSpec{entry: exe, args: cmd.Args, env: env, dir: cs.c.Workspace,
-		stdin: cmd.Stdin, stdout: logs[agent+"-stdout.log"], stderr: logs[agent+"-stderr.log"]}, activity)
+	proc, err := agentproc.Start(agentproc.Spec{Entry: exe, Args: cmd.Args, Env: env, Dir: cs.c.Workspace,
+		Stdin: cmd.Stdin, Stdout: logs[agent+"-stdout.log"], Stderr: logs[agent+"-stderr.log"]}, activity)
 	if err != nil {
 		return nil, fail(result.ContinuationError, "starting %s: %v", *r.res.Agent.Entrypoint, err)
 	}
 	ct := &continuation{}
-	w := watch{refused: srv.Refused(), budget: budget, idle: idle, activity: activity}
+	w := agentproc.Watch{Refused: srv.Refused(), Budget: budget, Idle: idle, Activity: activity}
 	if ss, ok := staged.(StopSignaler); ok {
-		w.signal, w.grace = ss.StopSignal()
+		w.Signal, w.Grace = ss.StopSignal()
 	}
-	ct.stop = proc.supervise(ctx, w)
-	ct.code, ct.signal, ct.waitErr = proc.wait()
+	ct.stop = proc.Supervise(ctx, w)
+	ct.code, ct.signal, ct.waitErr = proc.Wait()
 	ct.took = time.Since(start)
 	srv.Close() // every record complete before the stats are read
 	ct.report, ct.stats, ct.refusal = conv.Report(), srv.Stats(), srv.Refusal()
@@ -340,14 +341,14 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 	bin := filepath.Base(*r.res.Agent.Entrypoint)
 	logs := fmt.Sprintf("see logs/%s-stderr.log and logs/bridge.log", r.plan.Format.Agent())
 	switch {
-	case ct.stop == stopRefused && ct.refusal != nil:
+	case ct.stop == agentproc.StopRefused && ct.refusal != nil:
 		return result.AgentFailed, fail(result.ContinuationError,
 			"the bridge refused a model request and stopped %s (nothing was forwarded): %s", bin, ct.refusal.Reason)
-	case ct.stop == stopBudget:
+	case ct.stop == agentproc.StopBudget:
 		return result.AgentMaxSteps, nil
-	case ct.stop == stopIdle:
+	case ct.stop == agentproc.StopIdle:
 		return result.AgentFailed, fail(result.ContinuationError, "%s showed no activity for %s and was stopped; %s", bin, r.idle(), logs)
-	case ct.stop == stopCanceled:
+	case ct.stop == agentproc.StopCanceled:
 		return result.AgentFailed, fail(result.ContinuationError, "the run was interrupted while %s was running", bin)
 	case ct.waitErr != nil:
 		return result.AgentFailed, fail(result.InternalError, "waiting for %s: %v", bin, ct.waitErr)
@@ -435,20 +436,4 @@ func (r *run) promptMetadata(rep envelope.Report) {
 		delete(m, "reason")
 		m["position"] = promptPosition
 	}
-}
-
-func (s stopReason) String() string {
-	switch s {
-	case stopRefused:
-		return "refused"
-	case stopBudget:
-		return "max_steps"
-	case stopIdle:
-		return "idle"
-	case stopCanceled:
-		return "canceled"
-	case stopCompleted:
-		return "completed"
-	}
-	return "exited"
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/replay/agentproc"
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/prompt"
@@ -44,7 +45,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	stdoutLog, stderrLog := agent+"-stdout"+suffix, agent+"-stderr"+suffix
 	logs := map[string]*os.File{}
 	for _, name := range []string{"bridge" + suffix, stdoutLog, stderrLog} {
-		f, err := openLog(filepath.Join(logDir, name))
+		f, err := agentproc.OpenLog(filepath.Join(logDir, name))
 		if err != nil {
 			return "", "", fail(result.WorkspaceError, "%v", err)
 		}
@@ -92,15 +93,15 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	}
 	tap := &textTap{text: r.spec.Text, watch: watcher}
 	start := time.Now()
-	proc, err := startAgent(agentSpec{entry: entry, args: cmd.Args, env: env, dir: in.cwd, stdin: cmd.Stdin,
-		stdout: io.MultiWriter(logs[stdoutLog], tap), stderr: logs[stderrLog]}, activity)
+	proc, err := agentproc.Start(agentproc.Spec{Entry: entry, Args: cmd.Args, Env: env, Dir: in.cwd, Stdin: cmd.Stdin,
+		Stdout: io.MultiWriter(logs[stdoutLog], tap), Stderr: logs[stderrLog]}, activity)
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "starting %s: %v", entry, err)
 	}
 	r.res.AgentStatus = result.AgentFailed // until the run succeeds as a whole
-	stop := proc.supervise(ctx, watch{refused: srv.Refused(), idle: idle, activity: activity, completion: watcher,
-		signal: r.spec.Stop, grace: r.spec.Grace})
-	code, sig, waitErr := proc.wait()
+	stop := proc.Supervise(ctx, agentproc.Watch{Refused: srv.Refused(), Idle: idle, Activity: activity, Completion: watcher,
+		Signal: r.spec.Stop, Grace: r.spec.Grace})
+	code, sig, waitErr := proc.Wait()
 	srv.Close()
 	stats := srv.Stats()
 	cont := map[string]any{"stop_reason": stop.String(), "exit_code": code, "duration_ms": time.Since(start).Milliseconds(),
@@ -109,7 +110,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		cont["signal"] = sig
 	}
 	completion := map[string]any{"matched": watcher.Matched()}
-	if stop == stopCompleted {
+	if stop == agentproc.StopCompleted {
 		completion["warning"] = watcher.Warning()
 		r.warn(watcher.Warning())
 	}
@@ -123,11 +124,11 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	bin := filepath.Base(entry)
 	logHint := fmt.Sprintf("see %s/%s", logDir, stderrLog)
 	switch {
-	case stop == stopCompleted:
+	case stop == agentproc.StopCompleted:
 		// The agent said it was done; the hang after it is not a failure.
-	case stop == stopIdle:
+	case stop == agentproc.StopIdle:
 		return "", "", fail(result.ContinuationError, "%s showed no activity for %s and was stopped; %s", bin, idle, logHint)
-	case stop == stopCanceled:
+	case stop == agentproc.StopCanceled:
 		return "", "", fail(result.ContinuationError, "the run was interrupted while %s was running", bin)
 	case waitErr != nil:
 		return "", "", fail(result.InternalError, "waiting for %s: %v", bin, waitErr)

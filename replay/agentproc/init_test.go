@@ -1,4 +1,4 @@
-package replay
+package agentproc
 
 import (
 	"bytes"
@@ -37,11 +37,11 @@ func TestAgentDaemonEndsWithTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	p, err := startAgent(agentSpec{entry: script, env: []string{"PATH=" + os.Getenv("PATH")}, dir: "/", stdout: &stdout, stderr: &stderr}, new(atomic.Int64))
+	p, err := Start(Spec{Entry: script, Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/", Stdout: &stdout, Stderr: &stderr}, new(atomic.Int64))
 	if err != nil {
 		t.Fatal(err)
 	}
-	code, sig, err := p.wait()
+	code, sig, err := p.Wait()
 	if err != nil || code != 7 || sig != "" {
 		t.Fatalf("wait = %d %q %v (stderr %s)", code, sig, err, stderr.String())
 	}
@@ -71,11 +71,11 @@ func TestAgentSignalThroughInit(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	p, err := startAgent(agentSpec{entry: script, env: []string{"PATH=" + os.Getenv("PATH")}, dir: "/", stdout: &out, stderr: &out}, new(atomic.Int64))
+	p, err := Start(Spec{Entry: script, Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/", Stdout: &out, Stderr: &out}, new(atomic.Int64))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, sig, err := p.wait(); err != nil || code != -1 || sig != "terminated" {
+	if code, sig, err := p.Wait(); err != nil || code != -1 || sig != "terminated" {
 		t.Fatalf("wait = %d %q %v (%s)", code, sig, err, out.String())
 	}
 }
@@ -106,14 +106,14 @@ func TestAgentLeftoversRunTheirExitTraps(t *testing.T) {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			p, err := startAgentIn(agentSpec{entry: script, env: []string{"PATH=" + os.Getenv("PATH")}, dir: "/", stdout: &out, stderr: &out}, new(atomic.Int64), tc.contain)
+			p, err := startIn(Spec{Entry: script, Env: []string{"PATH=" + os.Getenv("PATH")}, Dir: "/", Stdout: &out, Stderr: &out}, new(atomic.Int64), tc.contain)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if (p.status != nil) != tc.contain {
 				t.Fatalf("contained = %v, want %v", p.status != nil, tc.contain)
 			}
-			if code, sig, err := p.wait(); err != nil || code != 0 || sig != "" {
+			if code, sig, err := p.Wait(); err != nil || code != 0 || sig != "" {
 				t.Fatalf("wait = %d %q %v (%s)", code, sig, err, out.String())
 			}
 			// wait returns once the leftovers are gone or were SIGKILLed.

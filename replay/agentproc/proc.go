@@ -1,4 +1,10 @@
-package replay
+// Package agentproc runs a real agent CLI for the engine: under an init of
+// its own in new PID and mount namespaces (when root), in its own process
+// group, with its output counted for the idle watchdog, and supervised
+// until it exits or a cause to stop it (a refused request, a spent step
+// budget, idleness, cancellation, a completed agent) comes first. What is
+// left when it exits gets SIGTERM before SIGKILL.
+package agentproc
 
 import (
 	"bufio"
@@ -19,20 +25,20 @@ import (
 	toolrun "github.com/pvisor/pvisor/run"
 )
 
-// agentSpec is one agent CLI launch.
-type agentSpec struct {
-	entry  string
-	args   []string
-	env    []string
-	dir    string
-	stdin  []byte
-	stdout io.Writer // the log files
-	stderr io.Writer
+// Spec is one agent CLI launch.
+type Spec struct {
+	Entry  string
+	Args   []string
+	Env    []string
+	Dir    string
+	Stdin  []byte
+	Stdout io.Writer // the log files
+	Stderr io.Writer
 }
 
-// agentProc is a running agent CLI in its own process group. Its group is
+// Proc is a running agent CLI in its own process group. Its group is
 // killed when it exits, so no helper it left behind outlives the run.
-type agentProc struct {
+type Proc struct {
 	cmd      *exec.Cmd
 	exited   chan struct{} // closed when the CLI itself has exited (not yet reaped)
 	activity *atomic.Int64 // bumped on every byte of output
@@ -50,24 +56,24 @@ func (a activityWriter) Write(p []byte) (int, error) {
 	return a.w.Write(p)
 }
 
-// startAgent starts the CLI. It must run on the goroutine that owns the
+// Start starts the CLI. It must run on the goroutine that owns the
 // caller's namespaces (a test's loopback-only network namespace, say): the
 // child inherits them from the thread that forks it.
-func startAgent(spec agentSpec, activity *atomic.Int64) (*agentProc, error) {
-	return startAgentIn(spec, activity, true)
+func Start(spec Spec, activity *atomic.Int64) (*Proc, error) {
+	return startIn(spec, activity, true)
 }
 
-// startAgentIn starts the CLI, under its own init when contain and this
+// startIn starts the CLI, under its own init when contain and this
 // process may make the namespaces (agentinit_linux.go).
-func startAgentIn(spec agentSpec, activity *atomic.Int64, contain bool) (*agentProc, error) {
-	cmd := exec.Command(spec.entry, spec.args...)
-	cmd.Dir = spec.dir
-	cmd.Env = spec.env
-	if spec.stdin != nil {
-		cmd.Stdin = bytes.NewReader(spec.stdin)
+func startIn(spec Spec, activity *atomic.Int64, contain bool) (*Proc, error) {
+	cmd := exec.Command(spec.Entry, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	if spec.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(spec.Stdin)
 	}
-	cmd.Stdout = activityWriter{spec.stdout, activity}
-	cmd.Stderr = activityWriter{spec.stderr, activity}
+	cmd.Stdout = activityWriter{spec.Stdout, activity}
+	cmd.Stderr = activityWriter{spec.Stderr, activity}
 	// Pdeathsig: the CLI dies with pvisor, even when pvisor is SIGKILLed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Helpers that keep the output pipes open after the group is killed
@@ -84,7 +90,7 @@ func startAgentIn(spec agentSpec, activity *atomic.Int64, contain bool) (*agentP
 		// No namespaces here after all (a container without
 		// CAP_SYS_ADMIN): start the CLI in its process group alone.
 		statusR.Close()
-		return startAgentIn(spec, activity, false)
+		return startIn(spec, activity, false)
 	}
 	if err != nil || !contained {
 		statusR.Close()
@@ -93,7 +99,7 @@ func startAgentIn(spec agentSpec, activity *atomic.Int64, contain bool) (*agentP
 	if err != nil {
 		return nil, err
 	}
-	p := &agentProc{cmd: cmd, exited: make(chan struct{}), activity: activity, status: statusR}
+	p := &Proc{cmd: cmd, exited: make(chan struct{}), activity: activity, status: statusR}
 	go func() {
 		// Wait for the exit but leave the process unreaped: its pid is the
 		// group id, and a zombie leader keeps that id from being reused
@@ -113,9 +119,9 @@ func startAgentIn(spec agentSpec, activity *atomic.Int64, contain bool) (*agentP
 // SIGTERM and SIGKILL when it exits.
 const agentLeftoverGrace = 2 * time.Second
 
-// stop asks the group to end with sig (SIGTERM when 0) and kills it after
+// Stop asks the group to end with sig (SIGTERM when 0) and kills it after
 // grace.
-func (p *agentProc) stop(sig syscall.Signal, grace time.Duration) {
+func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) {
 	if sig == 0 {
 		sig = syscall.SIGTERM
 	}
@@ -127,9 +133,9 @@ func (p *agentProc) stop(sig syscall.Signal, grace time.Duration) {
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 }
 
-// wait reaps the CLI after it exited and kills whatever is left of its group.
+// Wait reaps the CLI after it exited and kills whatever is left of its group.
 // It returns the exit code, or -1 with the signal that ended it.
-func (p *agentProc) wait() (code int, sig string, err error) {
+func (p *Proc) Wait() (code int, sig string, err error) {
 	<-p.exited
 	if p.status == nil {
 		// No init of its own (not root): what is left of the group gets
@@ -160,47 +166,47 @@ func (p *agentProc) wait() (code int, sig string, err error) {
 	return st.ExitCode(), "", nil
 }
 
-// why the engine stopped the agent, if it did.
-type stopReason int
+// StopReason is why the engine stopped the agent, if it did.
+type StopReason int
 
 const (
-	stopNone      stopReason = iota
-	stopRefused              // the bridge refused a request
-	stopBudget               // the step budget is spent
-	stopIdle                 // nothing happened for too long
-	stopCanceled             // pvisor itself was interrupted
-	stopCompleted            // the agent said it was done and then hung
+	StopNone      StopReason = iota
+	StopRefused              // the bridge refused a request
+	StopBudget               // the step budget is spent
+	StopIdle                 // nothing happened for too long
+	StopCanceled             // pvisor itself was interrupted
+	StopCompleted            // the agent said it was done and then hung
 )
 
-// watch is what supervise waits on besides the CLI.
-type watch struct {
-	refused <-chan struct{}
-	budget  <-chan struct{}
-	idle    time.Duration
-	// activity is read together with the process's own output counter.
-	activity *atomic.Int64
-	// signal and grace stop the CLI (SIGTERM and 3 s when zero).
-	signal syscall.Signal
-	grace  time.Duration
-	// completion, when set, follows the agent's completion signal: once
+// Watch is what supervise waits on besides the CLI.
+type Watch struct {
+	Refused <-chan struct{}
+	Budget  <-chan struct{}
+	Idle    time.Duration
+	// Activity is read together with the process's own output counter.
+	Activity *atomic.Int64
+	// Signal and Grace stop the CLI (SIGTERM and 3 s when zero).
+	Signal syscall.Signal
+	Grace  time.Duration
+	// Completion, when set, follows the agent's completion signal: once
 	// it is seen the idle timeout no longer applies, and a CLI still
 	// running when the completion timeout passes is stopped as done.
-	completion *prompt.Watcher
+	Completion *prompt.Watcher
 }
 
-// supervise waits for the CLI to end and stops it when the bridge refused a
-// request, the step budget is spent, nothing happened for w.idle, or ctx
+// Supervise waits for the CLI to end and stops it when the bridge refused a
+// request, the step budget is spent, nothing happened for w.Idle, or ctx
 // ends; the first cause wins.
-func (p *agentProc) supervise(ctx context.Context, w watch) stopReason {
-	tick := time.NewTicker(min(time.Second, w.idle/4+time.Millisecond))
+func (p *Proc) Supervise(ctx context.Context, w Watch) StopReason {
+	tick := time.NewTicker(min(time.Second, w.Idle/4+time.Millisecond))
 	defer tick.Stop()
-	last, lastAt := w.activity.Load(), time.Now()
-	grace := w.grace
+	last, lastAt := w.Activity.Load(), time.Now()
+	grace := w.Grace
 	if grace <= 0 {
 		grace = 3 * time.Second
 	}
-	stop := func(r stopReason) stopReason {
-		p.stop(w.signal, grace)
+	stop := func(r StopReason) StopReason {
+		p.Stop(w.Signal, grace)
 		return r
 	}
 	for {
@@ -209,39 +215,39 @@ func (p *agentProc) supervise(ctx context.Context, w watch) stopReason {
 			// A refusal or budget stop that raced with the exit still
 			// explains it.
 			select {
-			case <-w.refused:
-				return stopRefused
-			case <-w.budget:
-				return stopBudget
+			case <-w.Refused:
+				return StopRefused
+			case <-w.Budget:
+				return StopBudget
 			default:
-				return stopNone
+				return StopNone
 			}
-		case <-w.refused:
-			return stop(stopRefused)
-		case <-w.budget:
-			return stop(stopBudget)
+		case <-w.Refused:
+			return stop(StopRefused)
+		case <-w.Budget:
+			return stop(StopBudget)
 		case <-ctx.Done():
-			return stop(stopCanceled)
+			return stop(StopCanceled)
 		case <-tick.C:
-			if w.completion != nil {
-				switch w.completion.State() {
+			if w.Completion != nil {
+				switch w.Completion.State() {
 				case prompt.Done:
-					return stop(stopCompleted)
+					return stop(StopCompleted)
 				case prompt.Completing:
 					continue
 				}
 			}
-			if n := w.activity.Load(); n != last {
+			if n := w.Activity.Load(); n != last {
 				last, lastAt = n, time.Now()
-			} else if time.Since(lastAt) > w.idle {
-				return stop(stopIdle)
+			} else if time.Since(lastAt) > w.Idle {
+				return stop(StopIdle)
 			}
 		}
 	}
 }
 
-// openLog creates a log file in the run's logs dir.
-func openLog(path string) (*os.File, error) {
+// OpenLog creates a log file in the run's logs dir.
+func OpenLog(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("log %s: %w", path, err)
@@ -259,4 +265,20 @@ func endGroup(pgid int, grace time.Duration) {
 	for deadline := time.Now().Add(grace); time.Now().Before(deadline) && toolrun.GroupAlive(pgid); {
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func (s StopReason) String() string {
+	switch s {
+	case StopRefused:
+		return "refused"
+	case StopBudget:
+		return "max_steps"
+	case StopIdle:
+		return "idle"
+	case StopCanceled:
+		return "canceled"
+	case StopCompleted:
+		return "completed"
+	}
+	return "exited"
 }
