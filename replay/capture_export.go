@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
@@ -52,7 +53,7 @@ func CaptureExported(ctx context.Context, req ExportCapture) (string, *capture.M
 	}
 	env := sessionBaseEnv()
 	l, _ := launcherOf(store.Agent())
-	entry, _, err := Entrypoint(req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
+	entry, _, err := agentcli.Entrypoint(req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
 	if err != nil {
 		return "", nil, err
 	}
@@ -68,11 +69,11 @@ func CaptureExported(ctx context.Context, req ExportCapture) (string, *capture.M
 		return "", nil, fail(result.WorkspaceError, "%v", err)
 	}
 	defer os.RemoveAll(work)
-	probeEnv, err := isolatedHome(env, filepath.Join(work, "version-probe"))
+	probeEnv, err := agentcli.IsolatedHome(env, filepath.Join(work, "version-probe"))
 	if err != nil {
 		return "", nil, fail(result.WorkspaceError, "version probe home: %v", err)
 	}
-	version, _, _, err := cachedVersion(ctx, stateRoot, entry, probeEnv)
+	version, _, _, err := agentcli.CachedVersion(ctx, stateRoot, entry, probeEnv)
 	if err != nil {
 		return "", nil, fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}

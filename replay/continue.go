@@ -14,6 +14,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/agentproc"
 	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/relocate"
@@ -57,11 +58,11 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	explicit, declared := r.req.AgentEntrypoint, ""
 	if r.req.AgentRuntime != "" {
 		var err error
-		if explicit, declared, err = agentRuntime(r.req.AgentRuntime, agent); err != nil {
+		if explicit, declared, err = agentcli.Runtime(r.req.AgentRuntime, agent); err != nil {
 			return err
 		}
 	}
-	entry, source, err := Entrypoint(explicit, l.Binary(), envValue(env, "PATH"))
+	entry, source, err := agentcli.Entrypoint(explicit, l.Binary(), envValue(env, "PATH"))
 	if err != nil {
 		return err
 	}
@@ -69,7 +70,7 @@ func (r *run) prepareContinue(ctx context.Context) error {
 		source = result.LaunchRuntime
 	}
 	r.res.Agent.Entrypoint, r.res.Agent.LaunchSource = &entry, source
-	cliPath, cliMeta, err := checkAgentCLI(ctx, agent, entry, env)
+	cliPath, cliMeta, err := agentcli.CheckCLI(ctx, agent, entry, env)
 	if cliMeta != nil {
 		r.res.Metadata["agent_cli"] = cliMeta
 	}
@@ -81,7 +82,7 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if v := r.plan.Trajectory.Version; v != "" {
 		r.res.Metadata["trajectory_agent_version"] = v
 	}
-	probeEnv, err := isolatedHome(env, filepath.Join(r.stateDir, "version-probe"))
+	probeEnv, err := agentcli.IsolatedHome(env, filepath.Join(r.stateDir, "version-probe"))
 	if err != nil {
 		return fail(result.WorkspaceError, "version probe home: %v", err)
 	}
@@ -92,10 +93,10 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if vc, ok := l.(VersionCommander); ok {
 		var argv []string
 		if argv, err = vc.VersionCommand(entry); err == nil {
-			version, printed, err = probeVersionWith(ctx, argv, probeEnv)
+			version, printed, err = agentcli.ProbeVersionWith(ctx, argv, probeEnv)
 		}
 	} else {
-		version, printed, cached, err = cachedVersion(ctx, filepath.Dir(r.stateDir), entry, probeEnv)
+		version, printed, cached, err = agentcli.CachedVersion(ctx, filepath.Dir(r.stateDir), entry, probeEnv)
 	}
 	if err != nil {
 		return fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)

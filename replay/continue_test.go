@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 )
@@ -260,7 +261,7 @@ func useRuntime(manifest string) func(*Request) {
 		dir := filepath.Join(filepath.Dir(r.AgentEntrypoint), "runtime")
 		os.MkdirAll(filepath.Join(dir, "bin"), 0o755)
 		os.Symlink(r.AgentEntrypoint, filepath.Join(dir, "bin", "codex"))
-		os.WriteFile(filepath.Join(dir, RuntimeManifestFile), []byte(manifest), 0o644)
+		os.WriteFile(filepath.Join(dir, agentcli.RuntimeManifestFile), []byte(manifest), 0o644)
 		r.AgentEntrypoint, r.AgentRuntime = "", dir
 	}
 }

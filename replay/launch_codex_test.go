@@ -12,6 +12,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/relocate"
 	"github.com/pvisor/pvisor/result"
 )
@@ -37,7 +38,7 @@ func TestProbeVersion(t *testing.T) {
 		{"fails", `echo "boom" >&2; exit 3`, "", "--version failed (exit status 3): boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := probeVersion(context.Background(), script(t, tc.body), env)
+			got, _, err := agentcli.ProbeVersion(context.Background(), script(t, tc.body), env)
 			if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 				t.Errorf("got %q, %v; want %q, %q", got, err, tc.want, tc.err)
 			}
@@ -86,7 +87,7 @@ func TestEntrypoint(t *testing.T) {
 		{"not on PATH", "", t.TempDir(), "", "", "codex not found on PATH"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, src, err := Entrypoint(tc.explicit, "codex", tc.path)
+			got, src, err := agentcli.Entrypoint(tc.explicit, "codex", tc.path)
 			if got != tc.want || src != tc.source || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
 				t.Errorf("got %q %q %v, want %q %q %q", got, src, err, tc.want, tc.source, tc.err)
 			}

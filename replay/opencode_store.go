@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvisor/pvisor/replay/agentcli"
 	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory/opencode/store"
 )
@@ -28,7 +29,7 @@ const opencodeTemplateDir = "opencode-templates"
 // opencodeTemplate returns the template database for the CLI entry,
 // making it when the state root has none for this binary.
 func opencodeTemplate(stateRoot, entry string, env []string) (string, error) {
-	key := versionKey(entry)
+	key := agentcli.ExecutableKey(entry)
 	if key == "" {
 		return "", fmt.Errorf("cannot identify the opencode binary %s to key its template database", entry)
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
@@ -453,12 +454,12 @@ func (r *sessionRun) makeDirs() error {
 func (r *sessionRun) probe(ctx context.Context) (string, error) {
 	l := r.launcher()
 	env := r.baseEnv()
-	entry, source, err := Entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
+	entry, source, err := agentcli.Entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
 	if err != nil {
 		return "", err
 	}
 	r.res.Agent.Entrypoint, r.res.Agent.LaunchSource = &entry, source
-	cliPath, cliMeta, err := checkAgentCLI(ctx, r.store.Agent(), entry, env)
+	cliPath, cliMeta, err := agentcli.CheckCLI(ctx, r.store.Agent(), entry, env)
 	if cliMeta != nil {
 		r.res.Metadata["agent_cli"] = cliMeta
 	}
@@ -467,16 +468,16 @@ func (r *sessionRun) probe(ctx context.Context) (string, error) {
 	}
 	r.cliPath = cliPath
 	env = r.baseEnv()
-	probeEnv, err := isolatedHome(env, filepath.Join(r.stateDir, "version-probe"))
+	probeEnv, err := agentcli.IsolatedHome(env, filepath.Join(r.stateDir, "version-probe"))
 	if err != nil {
 		return "", fail(result.WorkspaceError, "version probe home: %v", err)
 	}
-	version, printed, err := probeVersion(ctx, entry, probeEnv)
+	version, printed, err := agentcli.ProbeVersion(ctx, entry, probeEnv)
 	if err != nil {
 		return "", fail(result.UnsupportedVersion, "%v; check --agent-entrypoint", err)
 	}
 	r.res.Agent.Version = &version
-	check, degraded, err := versionVerdict(l, r.store.Agent(), version, printed, r.req.AllowUntestedVersion)
+	check, degraded, err := agentcli.Verdict(l, r.store.Agent(), version, printed, r.req.AllowUntestedVersion)
 	if check != nil {
 		r.res.Metadata["agent_version_check"] = check
 	}
@@ -490,7 +491,7 @@ func (r *sessionRun) probe(ctx context.Context) (string, error) {
 }
 
 // baseEnv is the CLI's environment before its own additions.
-func (r *sessionRun) baseEnv() []string { return withPathFirst(sessionBaseEnv(), r.cliPath) }
+func (r *sessionRun) baseEnv() []string { return agentcli.WithPathFirst(sessionBaseEnv(), r.cliPath) }
 
 // sessionBaseEnv is a small fixed base of this process's environment,
 // nothing that points at a model or a proxy.

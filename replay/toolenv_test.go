@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvisor/pvisor/replay/agentcli"
 	toolrun "github.com/pvisor/pvisor/run"
 )
 
@@ -51,11 +52,11 @@ func TestVersionProbeHomeIsIsolated(t *testing.T) {
 	real := t.TempDir()
 	state := t.TempDir()
 	cli := script(t, `mkdir -p "$HOME/.codex/tmp" && touch "$TMPDIR/probe" "$XDG_CACHE_HOME/c" && echo "codex-cli 0.171.0"`)
-	env, err := isolatedHome([]string{"PATH=/usr/bin:/bin", "HOME=" + real, "TMPDIR=" + real}, filepath.Join(state, "version-probe"))
+	env, err := agentcli.IsolatedHome([]string{"PATH=/usr/bin:/bin", "HOME=" + real, "TMPDIR=" + real}, filepath.Join(state, "version-probe"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _, err := probeVersion(context.Background(), cli, env); err != nil || v != "0.171.0" {
+	if v, _, err := agentcli.ProbeVersion(context.Background(), cli, env); err != nil || v != "0.171.0" {
 		t.Fatalf("probe: %q %v", v, err)
 	}
 	if ents, _ := os.ReadDir(real); len(ents) != 0 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/tested"
 )
 
@@ -48,7 +49,7 @@ func checkEntrypoint(ctx context.Context, agent, explicit string, probe bool) er
 	if rels := tested.Of(agent); len(rels) > 0 {
 		binary = rels[len(rels)-1].Binary
 	}
-	entry, _, err := replay.Entrypoint(explicit, binary, os.Getenv("PATH"))
+	entry, _, err := agentcli.Entrypoint(explicit, binary, os.Getenv("PATH"))
 	if err != nil {
 		// The engine's words name the flag; a batch file has the key.
 		msg := strings.ReplaceAll(err.Error(), "--agent-entrypoint", "agent_entrypoint")

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/replay/workspace"
 	"github.com/pvisor/pvisor/result"
@@ -167,7 +168,7 @@ func ExitCode(rows []Row) int {
 func check(ctx context.Context, o Options, agent string, explicit bool) (row Row) {
 	rels := tested.Of(agent)
 	row = Row{Agent: agent, TestedRange: tested.RangeOf(agent).String()}
-	entry, _, err := replay.Entrypoint(o.Entrypoint, rels[0].Binary, o.Path)
+	entry, _, err := agentcli.Entrypoint(o.Entrypoint, rels[0].Binary, o.Path)
 	if err != nil {
 		row.Status, row.Error = StatusNotFound, err.Error()
 		if explicit {

@@ -1,4 +1,4 @@
-package replay
+package agentcli
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
 
@@ -31,35 +32,35 @@ type runtimeManifest struct {
 // agentRuntime resolves --agent-runtime DIR to the entrypoint it names and
 // the version it declares. The entrypoint is relative to DIR and may not
 // leave it.
-func agentRuntime(dir, agent string) (entry, version string, err error) {
+func Runtime(dir, agent string) (entry, version string, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", "", configErr("--agent-runtime %s: %v", dir, err)
+		return "", "", result.Fail(result.ConfigurationError, "--agent-runtime %s: %v", dir, err)
 	}
 	data, err := os.ReadFile(filepath.Join(abs, RuntimeManifestFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", "", configErr("--agent-runtime %s has no %s", abs, RuntimeManifestFile)
+		return "", "", result.Fail(result.ConfigurationError, "--agent-runtime %s has no %s", abs, RuntimeManifestFile)
 	}
 	if err != nil {
-		return "", "", configErr("--agent-runtime %s: %v", abs, err)
+		return "", "", result.Fail(result.ConfigurationError, "--agent-runtime %s: %v", abs, err)
 	}
 	var m runtimeManifest
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return "", "", configErr("--agent-runtime %s: %v", RuntimeManifestFile, err)
+		return "", "", result.Fail(result.ConfigurationError, "--agent-runtime %s: %v", RuntimeManifestFile, err)
 	}
 	want, _ := agents.Lookup(agent)
 	got, ok := agents.Lookup(m.Agent)
 	switch {
 	case m.SchemaVersion != RuntimeSchema:
-		return "", "", configErr("--agent-runtime: schema_version must be %q, got %q", RuntimeSchema, m.SchemaVersion)
+		return "", "", result.Fail(result.ConfigurationError, "--agent-runtime: schema_version must be %q, got %q", RuntimeSchema, m.SchemaVersion)
 	case !ok || want == nil || got.Agent() != want.Agent():
-		return "", "", configErr("--agent-runtime packages agent %q, the request is for %s", m.Agent, agent)
+		return "", "", result.Fail(result.ConfigurationError, "--agent-runtime packages agent %q, the request is for %s", m.Agent, agent)
 	case m.Version == "":
-		return "", "", configErr("--agent-runtime: %s has no version", RuntimeManifestFile)
+		return "", "", result.Fail(result.ConfigurationError, "--agent-runtime: %s has no version", RuntimeManifestFile)
 	case m.Entrypoint == "" || filepath.IsAbs(m.Entrypoint) || hasDotDot(m.Entrypoint):
-		return "", "", configErr("--agent-runtime: entrypoint %q must be a relative path inside the runtime directory", m.Entrypoint)
+		return "", "", result.Fail(result.ConfigurationError, "--agent-runtime: entrypoint %q must be a relative path inside the runtime directory", m.Entrypoint)
 	}
 	return filepath.Join(abs, filepath.Clean(m.Entrypoint)), m.Version, nil
 }

@@ -1,4 +1,4 @@
-package replay
+package agentcli
 
 import (
 	"context"
@@ -19,7 +19,7 @@ func TestVersionProbeOutputIsCapped(t *testing.T) {
 	if err := os.WriteFile(cli, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, printed, err := probeVersion(context.Background(), cli, []string{"PATH=" + os.Getenv("PATH")})
+	_, printed, err := ProbeVersion(context.Background(), cli, []string{"PATH=" + os.Getenv("PATH")})
 	if err == nil || !strings.Contains(err.Error(), "printed no version number") {
 		t.Fatalf("probe of a flooding CLI = %q (%d bytes), %v: want no version found in the first %d bytes", printed[:min(len(printed), 40)], len(printed), err, probeMaxOut)
 	}

@@ -1,9 +1,10 @@
-package replay
+package agentcli
 
 import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestVersionCache(t *testing.T) {
 		if s.script != "" {
 			write(s.script)
 		}
-		v, _, cached, err := cachedVersion(context.Background(), root, s.entry, os.Environ())
+		v, _, cached, err := CachedVersion(context.Background(), root, s.entry, os.Environ())
 		if v != s.wantVersion || cached != s.wantCached || (err != nil) != s.wantErr || probes() != s.wantProbes {
 			t.Errorf("%s: version %q cached %v err %v probes %d; want %q %v err=%v %d",
 				s.name, v, cached, err, probes(), s.wantVersion, s.wantCached, s.wantErr, s.wantProbes)
@@ -68,10 +69,10 @@ func TestVersionCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("echo 2.0.0")
-	if v, _, cached, err := cachedVersion(context.Background(), root, cli, os.Environ()); v != "2.0.0" || cached || err != nil {
+	if v, _, cached, err := CachedVersion(context.Background(), root, cli, os.Environ()); v != "2.0.0" || cached || err != nil {
 		t.Errorf("after a damaged cache: %q %v %v", v, cached, err)
 	}
-	if v, _, cached, _ := cachedVersion(context.Background(), root, cli, os.Environ()); v != "2.0.0" || !cached {
+	if v, _, cached, _ := CachedVersion(context.Background(), root, cli, os.Environ()); v != "2.0.0" || !cached {
 		t.Errorf("the cache was not rewritten: %q %v", v, cached)
 	}
 }
@@ -91,22 +92,27 @@ func BenchmarkVersionProbe(b *testing.B) {
 				b.Skip(err)
 			}
 			root := b.TempDir()
-			env, err := isolatedHome([]string{"PATH=" + filepath.Join(e2e, "bin") + ":/usr/bin:/bin"}, filepath.Join(root, "home"))
+			env, err := IsolatedHome([]string{"PATH=" + filepath.Join(e2e, "bin") + ":/usr/bin:/bin"}, filepath.Join(root, "home"))
 			if err != nil {
 				b.Fatal(err)
 			}
 			var probe, hit []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				if _, _, err := probeVersion(context.Background(), entry, env); err != nil {
+				if _, _, err := ProbeVersion(context.Background(), entry, env); err != nil {
 					b.Fatal(err)
 				}
 				probe = append(probe, time.Since(start))
 				start = time.Now()
-				if _, _, _, err := cachedVersion(context.Background(), root, entry, env); err != nil {
+				if _, _, _, err := CachedVersion(context.Background(), root, entry, env); err != nil {
 					b.Fatal(err)
 				}
 				hit = append(hit, time.Since(start))
+			}
+			median := func(ds []time.Duration) time.Duration {
+				ds = slices.Clone(ds)
+				slices.Sort(ds)
+				return ds[len(ds)/2]
 			}
 			b.ReportMetric(float64(median(probe).Microseconds())/1e3, "probe-p50-ms")
 			b.ReportMetric(float64(median(hit).Microseconds())/1e3, "cached-p50-ms")

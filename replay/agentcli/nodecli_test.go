@@ -1,4 +1,4 @@
-package replay
+package agentcli
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -74,9 +75,9 @@ func TestCheckAgentCLI(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			entry := npmInstall(t, t.TempDir(), tc.pkg, tc.version, tc.engines, tc.ownNode)
-			dir, meta, err := checkAgentCLI(context.Background(), tc.agent, entry, env)
+			dir, meta, err := CheckCLI(context.Background(), tc.agent, entry, env)
 			if tc.wantErr != "" {
-				var f *Failure
+				var f *result.Failure
 				if !errors.As(err, &f) || f.Category != tc.category || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %s saying %q", err, tc.category, tc.wantErr)
 				}
@@ -91,8 +92,8 @@ func TestCheckAgentCLI(t *testing.T) {
 			if meta["package"] != tc.pkg || meta["package_version"] != tc.version {
 				t.Errorf("metadata %v", meta)
 			}
-			if tc.beside && !strings.HasPrefix(envValue(withPathFirst(env, dir), "PATH"), dir+":"+sysNode) {
-				t.Errorf("PATH = %s", envValue(withPathFirst(env, dir), "PATH"))
+			if tc.beside && !strings.HasPrefix(launch.EnvValue(WithPathFirst(env, dir), "PATH"), dir+":"+sysNode) {
+				t.Errorf("PATH = %s", launch.EnvValue(WithPathFirst(env, dir), "PATH"))
 			}
 		})
 	}
@@ -105,7 +106,7 @@ func TestCheckAgentCLINotNode(t *testing.T) {
 	for name, body := range map[string]string{"native": "\x7fELF\x02\x01", "python": "#!/usr/bin/python3\nprint('x')\n"} {
 		p := filepath.Join(dir, name)
 		writeFile(t, p, body, 0o755)
-		if d, meta, err := checkAgentCLI(context.Background(), "pi", p, nil); d != "" || meta != nil || err != nil {
+		if d, meta, err := CheckCLI(context.Background(), "pi", p, nil); d != "" || meta != nil || err != nil {
 			t.Errorf("%s: %q, %v, %v", name, d, meta, err)
 		}
 	}
@@ -135,7 +136,7 @@ func TestCheckAgentCLIHostileFiles(t *testing.T) {
 	go func() {
 		defer close(done)
 		for _, e := range []string{fifo, entry, big} {
-			if _, meta, err := checkAgentCLI(context.Background(), "pi", e, nil); err != nil || meta["package"] != nil {
+			if _, meta, err := CheckCLI(context.Background(), "pi", e, nil); err != nil || meta["package"] != nil {
 				t.Errorf("%s: %v, %v", e, meta, err)
 			}
 		}

@@ -1,4 +1,9 @@
-package replay
+// Package agentcli finds an agent's CLI and tells which release it is: the
+// entrypoint (--agent-entrypoint, --agent-runtime, PATH), the npm package a
+// Node CLI belongs to and the node it needs, the version it prints (probed
+// in a throwaway home, cached by file identity) and the verdict against the
+// tested range.
+package agentcli
 
 import (
 	"bytes"
@@ -14,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pvisor/pvisor/replay/launch"
 )
 
 // versionInText finds x.y.z (with a pre-release) not inside a longer dotted
@@ -31,7 +38,7 @@ const (
 // moved under dir (created): an agent CLI run only to print its version
 // still writes caches and temp files (~/.codex/tmp), which belong in the
 // state dir, not in the user's home or /tmp.
-func isolatedHome(env []string, dir string) ([]string, error) {
+func IsolatedHome(env []string, dir string) ([]string, error) {
 	vars := map[string]string{"HOME": "home", "TMPDIR": "tmp", "XDG_CONFIG_HOME": "home/.config",
 		"XDG_CACHE_HOME": "home/.cache", "XDG_DATA_HOME": "home/.local/share", "XDG_STATE_HOME": "home/.local/state"}
 	out := make([]string, 0, len(env)+len(vars))
@@ -54,13 +61,13 @@ func isolatedHome(env []string, dir string) ([]string, error) {
 
 // probeVersion runs `entry --version` with env and returns the first version
 // number it prints (some CLIs print on stderr) and the whole output.
-func probeVersion(ctx context.Context, entry string, env []string) (version, printed string, err error) {
-	return probeVersionWith(ctx, []string{entry, "--version"}, env)
+func ProbeVersion(ctx context.Context, entry string, env []string) (version, printed string, err error) {
+	return ProbeVersionWith(ctx, []string{entry, "--version"}, env)
 }
 
 // probeVersionWith runs argv instead of `entry --version`, for CLIs that
 // print their version another way (VersionCommander).
-func probeVersionWith(ctx context.Context, argv []string, env []string) (version, printed string, err error) {
+func ProbeVersionWith(ctx context.Context, argv []string, env []string) (version, printed string, err error) {
 	return probeVersionIn(ctx, argv, env, nil)
 }
 
@@ -84,39 +91,35 @@ func probeVersionIn(ctx context.Context, argv []string, env []string, attr *sysc
 	case err != nil:
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			return "", "", fmt.Errorf("%s failed (%v): %s", entry, err, firstLine(text))
+			return "", "", fmt.Errorf("%s failed (%v): %s", entry, err, FirstLine(text))
 		}
 		return "", "", fmt.Errorf("%s: %v", entry, err)
 	}
 	m := versionInText.FindStringSubmatch(text)
 	if m == nil {
-		return "", "", fmt.Errorf("%s printed no version number: %q", entry, firstLine(text))
+		return "", "", fmt.Errorf("%s printed no version number: %q", entry, FirstLine(text))
 	}
 	return m[1], text, nil
 }
 
-// ProbeAgentVersion asks entry which release of agent's CLI it is, the way a
+// Probe asks entry which release of agent's CLI it is, the way a
 // continuation does (the launcher's own version command, a throwaway home
-// under dir, no cache), and checks the output has that agent's shape. With
+// under dir, no cache), and checks the output has the shape l expects. With
 // offline (root only) the probe runs in a network namespace of its own: a
 // Python agent's import must not reach the network. It is for choosing
 // among recordings (the doctor); the run itself probes again.
-func ProbeAgentVersion(ctx context.Context, agent, entry, dir string, offline bool) (string, error) {
-	l, ok := launcherOf(agent)
-	if !ok {
-		return "", fmt.Errorf("pvisor does not continue %s", agent)
-	}
+func Probe(ctx context.Context, l launch.Launcher, agent, entry, dir string, offline bool) (string, error) {
 	base := []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
-	cliPath, _, err := checkAgentCLI(ctx, agent, entry, base)
+	cliPath, _, err := CheckCLI(ctx, agent, entry, base)
 	if err != nil {
 		return "", err
 	}
-	env, err := isolatedHome(withPathFirst(base, cliPath), dir)
+	env, err := IsolatedHome(WithPathFirst(base, cliPath), dir)
 	if err != nil {
 		return "", err
 	}
 	argv := []string{entry, "--version"}
-	if vc, ok := l.(VersionCommander); ok {
+	if vc, ok := l.(launch.VersionCommander); ok {
 		if argv, err = vc.VersionCommand(entry); err != nil {
 			return "", err
 		}
@@ -130,12 +133,13 @@ func ProbeAgentVersion(ctx context.Context, agent, entry, dir string, offline bo
 		return "", err
 	}
 	if !l.VersionShape().MatchString(printed) {
-		return "", fmt.Errorf("%s printed %q, not the way %s prints its version", entry, firstLine(printed), agent)
+		return "", fmt.Errorf("%s printed %q, not the way %s prints its version", entry, FirstLine(printed), agent)
 	}
 	return version, nil
 }
 
-func firstLine(s string) string {
+// FirstLine is s up to its first newline.
+func FirstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}

@@ -1,4 +1,4 @@
-package replay
+package agentcli
 
 import (
 	"bytes"
@@ -113,7 +113,7 @@ func (c *npmCLI) readPackageJSON(path string) {
 // `kimi` prints a bare "2.1.0" too) and that the node running it is one its
 // package accepts. It returns the PATH directory to put first (a node of the
 // CLI's own; "" for none) and what it found, for the result's metadata.
-func checkAgentCLI(ctx context.Context, agent, entry string, env []string) (string, map[string]any, error) {
+func CheckCLI(ctx context.Context, agent, entry string, env []string) (string, map[string]any, error) {
 	cli := inspectNPMCLI(entry)
 	if cli == nil {
 		return "", nil, nil
@@ -122,7 +122,7 @@ func checkAgentCLI(ctx context.Context, agent, entry string, env []string) (stri
 	if cli.Package != "" {
 		meta["package"], meta["package_version"] = cli.Package, cli.Version
 		if known := tested.PackagesOf(agent); len(known) > 0 && !slices.Contains(known, cli.Package) {
-			return "", meta, fail(result.UnsupportedAgent,
+			return "", meta, result.Fail(result.UnsupportedAgent,
 				"%s is not %s: it belongs to the npm package %s %s, and %s is installed from %s; pass %s's CLI with --agent-entrypoint",
 				entry, agent, cli.Package, cli.Version, agent, strings.Join(known, " or "), agent)
 		}
@@ -131,19 +131,19 @@ func checkAgentCLI(ctx context.Context, agent, entry string, env []string) (stri
 		return cli.BinDir, meta, nil
 	}
 	meta["engines_node"] = cli.Engines
-	path := envValue(env, "PATH")
+	path := launch.EnvValue(env, "PATH")
 	if cli.BinDir != "" {
 		path = cli.BinDir + string(os.PathListSeparator) + path
 		meta["node_beside_cli"] = true
 	}
 	cli.Node = launch.LookIn(path, "node")
 	if cli.Node == "" {
-		return "", meta, fail(result.UnsupportedVersion, "%s (%s %s) runs on Node.js %s, but there is no node on PATH; %s",
+		return "", meta, result.Fail(result.UnsupportedVersion, "%s (%s %s) runs on Node.js %s, but there is no node on PATH; %s",
 			entry, cli.Package, cli.Version, cli.Engines, nodeHint(cli))
 	}
-	v, _, err := probeVersionWith(ctx, []string{cli.Node, "--version"}, env)
+	v, _, err := ProbeVersionWith(ctx, []string{cli.Node, "--version"}, env)
 	if err != nil {
-		return "", meta, fail(result.UnsupportedVersion, "%s (%s %s) runs on Node.js %s, and asking %s its version failed: %v",
+		return "", meta, result.Fail(result.UnsupportedVersion, "%s (%s %s) runs on Node.js %s, and asking %s its version failed: %v",
 			entry, cli.Package, cli.Version, cli.Engines, cli.Node, err)
 	}
 	cli.NodeVersion = v
@@ -154,7 +154,7 @@ func checkAgentCLI(ctx context.Context, agent, entry string, env []string) (stri
 		return cli.BinDir, meta, nil
 	}
 	if !ok {
-		return "", meta, fail(result.UnsupportedVersion, "%s (%s %s) needs Node.js %s, but %s is %s; %s",
+		return "", meta, result.Fail(result.UnsupportedVersion, "%s (%s %s) needs Node.js %s, but %s is %s; %s",
 			entry, cli.Package, cli.Version, cli.Engines, cli.Node, v, nodeHint(cli))
 	}
 	return cli.BinDir, meta, nil
@@ -166,7 +166,7 @@ func nodeHint(cli *npmCLI) string {
 
 // withPathFirst returns env with dir put first on its PATH ("" changes
 // nothing).
-func withPathFirst(env []string, dir string) []string {
+func WithPathFirst(env []string, dir string) []string {
 	if dir == "" {
 		return env
 	}

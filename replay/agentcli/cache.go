@@ -1,4 +1,4 @@
-package replay
+package agentcli
 
 import (
 	"context"
@@ -26,9 +26,9 @@ type versionEntry struct {
 	Printed string `json:"printed"`
 }
 
-// versionKey identifies the executable entry resolves to, "" when it
+// ExecutableKey identifies the executable entry resolves to, "" when it
 // cannot be identified (then nothing is cached).
-func versionKey(entry string) string {
+func ExecutableKey(entry string) string {
 	real, err := filepath.EvalSymlinks(entry)
 	if err != nil {
 		return ""
@@ -44,9 +44,9 @@ func versionKey(entry string) string {
 // cachedVersion is probeVersion through the cache in stateRoot. A failed
 // probe is never cached; a cache that cannot be read or written only costs
 // the probe.
-func cachedVersion(ctx context.Context, stateRoot, entry string, env []string) (version, printed string, cached bool, err error) {
+func CachedVersion(ctx context.Context, stateRoot, entry string, env []string) (version, printed string, cached bool, err error) {
 	path := filepath.Join(stateRoot, versionCacheName)
-	key := versionKey(entry)
+	key := ExecutableKey(entry)
 	var entries []versionEntry
 	if data, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(data, &entries)
@@ -56,8 +56,8 @@ func cachedVersion(ctx context.Context, stateRoot, entry string, env []string) (
 			return e.Version, e.Printed, true, nil
 		}
 	}
-	version, printed, err = probeVersion(ctx, entry, env)
-	if err != nil || key == "" || key != versionKey(entry) {
+	version, printed, err = ProbeVersion(ctx, entry, env)
+	if err != nil || key == "" || key != ExecutableKey(entry) {
 		return version, printed, false, err
 	}
 	if len(entries) >= versionCacheMax {
