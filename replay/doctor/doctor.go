@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -34,13 +33,18 @@ import (
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
 
-// sessions holds, per agent, a session a tested release recorded against the
-// fake model (a copy of testdata/e2e/sessions/<agent>@<oldest release>: the
+// recording is the session agent's folder bundles for the doctor
+// (launch.Agent.Doctor): one a tested release recorded against the fake
+// model (a copy of testdata/e2e/sessions/<agent>@<oldest release>: the
 // newest CLI continuing last month's session is what users do), its initial
 // repository and its manifest.
-//
-//go:embed sessions
-var sessions embed.FS
+func recording(agent string) (fs.FS, error) {
+	a, ok := agents.Get(agent)
+	if !ok || a.Doctor == nil {
+		return nil, fmt.Errorf("no bundled %s recording", agent)
+	}
+	return a.Doctor, nil
+}
 
 // NetnsCommand is the hidden subcommand the doctor re-executes pvisor with
 // inside a new network namespace: it brings lo up, then runs the rest of its
@@ -105,11 +109,13 @@ const (
 
 // Agents are the agents the doctor can check: those with a bundled session.
 func Agents() []string {
-	entries, _ := sessions.ReadDir("sessions")
 	var out []string
-	for _, e := range entries {
-		out = append(out, e.Name())
+	for _, a := range agents.List() {
+		if a.Doctor != nil {
+			out = append(out, a.Name())
+		}
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -250,17 +256,21 @@ func runCheck(ctx context.Context, o Options, agent, entry string, row *Row) (*r
 }
 
 // recordingFor is the bundled recording the doctor continues with the CLI
-// at entry: sessions/<agent> itself, or, for an agent whose releases cannot
-// continue each other's format (mini-swe-agent 1.x and 2.x), the
-// sessions/<agent>/<version> of the installed release's major version (the
-// newest when none has it). The installed release is asked, in a network
+// at entry, as a directory of the agent's recording: "." itself, or, for an
+// agent whose releases cannot continue each other's format (mini-swe-agent
+// 1.x and 2.x), the <version> directory of the installed release's major
+// version (the newest when none has it). The installed release is asked, in a network
 // namespace of its own where this process may make one.
 func recordingFor(ctx context.Context, agent, entry, dir string) (string, error) {
-	base := path.Join("sessions", agent)
-	if _, err := fs.Stat(sessions, path.Join(base, "manifest.json")); err == nil {
+	rec, err := recording(agent)
+	if err != nil {
+		return "", err
+	}
+	base := "."
+	if _, err := fs.Stat(rec, "manifest.json"); err == nil {
 		return base, nil
 	}
-	entries, err := sessions.ReadDir(base)
+	entries, err := fs.ReadDir(rec, base)
 	if err != nil {
 		return "", err
 	}
@@ -300,7 +310,11 @@ func layOut(agent, base, dir string, row *Row) (string, int, error) {
 		Files      map[string]string `json:"files"`
 		CLIVersion string            `json:"cli_version"`
 	}
-	raw, err := sessions.ReadFile(path.Join(base, "manifest.json"))
+	rec, err := recording(agent)
+	if err != nil {
+		return "", 0, err
+	}
+	raw, err := fs.ReadFile(rec, path.Join(base, "manifest.json"))
 	if err != nil {
 		return "", 0, err
 	}
@@ -308,7 +322,7 @@ func layOut(agent, base, dir string, row *Row) (string, int, error) {
 		return "", 0, fmt.Errorf("bundled %s manifest: %w", agent, err)
 	}
 	row.Recording = agent + " " + m.CLIVersion
-	data, err := sessions.ReadFile(path.Join(base, m.Files["session"]))
+	data, err := fs.ReadFile(rec, path.Join(base, m.Files["session"]))
 	if err != nil {
 		return "", 0, err
 	}
@@ -321,7 +335,7 @@ func layOut(agent, base, dir string, row *Row) (string, int, error) {
 	if err != nil {
 		return "", 0, fmt.Errorf("bundled %s session: %w", agent, err)
 	}
-	repo, err := sessions.ReadFile(path.Join(base, "repo.tar.gz"))
+	repo, err := fs.ReadFile(rec, path.Join(base, "repo.tar.gz"))
 	if err != nil {
 		return "", 0, err
 	}

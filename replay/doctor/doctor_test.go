@@ -3,7 +3,9 @@ package doctor
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,10 +30,10 @@ func TestBundledSessionsAreRecordings(t *testing.T) {
 			var versions []string
 			for _, rel := range tested.Of(agent) {
 				versions = append(versions, rel.Version)
-				checkBundled(t, "sessions/"+agent+"/"+rel.Version,
+				checkBundled(t, agent, rel.Version,
 					filepath.Join("..", "..", "trajectory", "miniswe", "testdata", "recorded", rel.Version), false)
 			}
-			entries, _ := sessions.ReadDir("sessions/" + agent)
+			entries, _ := fs.ReadDir(mustRecording(t, agent), ".")
 			var names []string
 			for _, e := range entries {
 				names = append(names, e.Name())
@@ -46,11 +48,11 @@ func TestBundledSessionsAreRecordings(t *testing.T) {
 			// release's and the newest's, which writes system messages.
 			rels := tested.Of(agent)
 			want := []string{rels[0].Version, rels[len(rels)-1].Version}
-			entries, _ := sessions.ReadDir("sessions/" + agent)
+			entries, _ := fs.ReadDir(mustRecording(t, agent), ".")
 			var names []string
 			for _, e := range entries {
 				names = append(names, e.Name())
-				checkBundled(t, "sessions/"+agent+"/"+e.Name(), filepath.Join("..", "..", "testdata", "e2e", "sessions", agent+"@"+e.Name()), true)
+				checkBundled(t, agent, e.Name(), filepath.Join("..", "..", "testdata", "e2e", "sessions", agent+"@"+e.Name()), true)
 			}
 			slices.SortFunc(names, func(a, b string) int { return tested.MustSemver(a).Compare(tested.MustSemver(b)) })
 			if !slices.Equal(names, want) {
@@ -59,23 +61,24 @@ func TestBundledSessionsAreRecordings(t *testing.T) {
 			continue
 		}
 		oldest := tested.Of(agent)[0].Version
-		checkBundled(t, "sessions/"+agent, filepath.Join("..", "..", "testdata", "e2e", "sessions", agent+"@"+oldest), true)
+		checkBundled(t, agent, ".", filepath.Join("..", "..", "testdata", "e2e", "sessions", agent+"@"+oldest), true)
 	}
 }
 
 // checkBundled compares the bundled dir with the recording rec: the session
 // and repo always, the manifest when withManifest (mini's recordings have
 // none: the doctor's names the files).
-func checkBundled(t *testing.T, dir, rec string, withManifest bool) {
+func checkBundled(t *testing.T, agent, dir, rec string, withManifest bool) {
 	t.Helper()
-	entries, err := sessions.ReadDir(dir)
+	bundled := mustRecording(t, agent)
+	entries, err := fs.ReadDir(bundled, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var m struct {
 		Files map[string]string `json:"files"`
 	}
-	raw, _ := sessions.ReadFile(dir + "/manifest.json")
+	raw, _ := fs.ReadFile(bundled, path.Join(dir, "manifest.json"))
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +90,14 @@ func checkBundled(t *testing.T, dir, rec string, withManifest bool) {
 		if e.Name() == "manifest.json" && !withManifest {
 			continue
 		}
-		b, _ := sessions.ReadFile(dir + "/" + e.Name())
+		b, _ := fs.ReadFile(bundled, path.Join(dir, e.Name()))
 		r, err := os.ReadFile(filepath.Join(rec, e.Name()))
 		if err != nil || !bytes.Equal(b, r) {
-			t.Errorf("bundled %s/%s differs from the recording in %s (%v): copy it again", dir, e.Name(), rec, err)
+			t.Errorf("bundled %s recording %s/%s differs from the recording in %s (%v): copy it again", agent, dir, e.Name(), rec, err)
 		}
 	}
 	if !slices.Equal(names, want) {
-		t.Errorf("bundled %s holds %v, want %v", dir, names, want)
+		t.Errorf("bundled %s recording %s holds %v, want %v", agent, dir, names, want)
 	}
 }
 
@@ -104,10 +107,10 @@ func checkBundled(t *testing.T, dir, rec string, withManifest bool) {
 // is not mini.
 func TestRecordingForMini(t *testing.T) {
 	for _, tc := range []struct{ prints, want, err string }{
-		{"mini-swe-agent 1.17.5", "sessions/mini-swe-agent/1.17.5", ""},
-		{"mini-swe-agent 1.2.0", "sessions/mini-swe-agent/1.17.5", ""},
-		{"mini-swe-agent 2.4.6", "sessions/mini-swe-agent/2.4.6", ""},
-		{"mini-swe-agent 3.0.1", "sessions/mini-swe-agent/2.4.6", ""},
+		{"mini-swe-agent 1.17.5", "1.17.5", ""},
+		{"mini-swe-agent 1.2.0", "1.17.5", ""},
+		{"mini-swe-agent 2.4.6", "2.4.6", ""},
+		{"mini-swe-agent 3.0.1", "2.4.6", ""},
 		{"Python 3.11.7", "", "not the way mini-swe-agent prints its version"},
 	} {
 		t.Run(tc.prints, func(t *testing.T) {
@@ -132,7 +135,7 @@ func TestRecordingForMini(t *testing.T) {
 			}
 		})
 	}
-	if got, err := recordingFor(t.Context(), "codex", "/nonexistent", t.TempDir()); err != nil || got != "sessions/codex" {
+	if got, err := recordingFor(t.Context(), "codex", "/nonexistent", t.TempDir()); err != nil || got != "." {
 		t.Errorf("codex: %q, %v (one recording: nothing to probe)", got, err)
 	}
 }
@@ -186,4 +189,13 @@ func TestNotFound(t *testing.T) {
 	if len(rows) != 1 || rows[0].Agent != "pi" || rows[0].Status != StatusFailed || rows[0].ExitCode != 11 {
 		t.Errorf("rows %+v", rows)
 	}
+}
+
+func mustRecording(t *testing.T, agent string) fs.FS {
+	t.Helper()
+	rec, err := recording(agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
 }

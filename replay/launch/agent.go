@@ -1,6 +1,8 @@
 package launch
 
 import (
+	"io/fs"
+
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
@@ -26,6 +28,13 @@ type Agent struct {
 	Resume *Resume
 	// Native is how pVisor names the agent's native files in a result.
 	Native NativeLayout
+	// Doctor is the recording pvisor doctor continues with the installed
+	// CLI: manifest.json (files: session, repo), the session and
+	// repo.tar.gz at its root, or one such directory per release whose
+	// format the others cannot continue, named for that release (the
+	// doctor picks the installed release's major version). nil: the doctor
+	// does not check the agent.
+	Doctor fs.FS
 }
 
 // Name is the agent's canonical name.

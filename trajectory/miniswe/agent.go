@@ -7,6 +7,7 @@ func Agent() launch.Agent {
 	return launch.Agent{
 		Format:   New(),
 		Launcher: launcher{},
+		Doctor:   doctorRecording(),
 		Native: launch.NativeLayout{Label: "mini-swe-agent",
 			Names: [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"}},
 	}

@@ -10,6 +10,7 @@ func Agent() launch.Agent {
 		Format:    New(),
 		Resumable: Bundled(),
 		Rewriter:  Exports(),
+		Doctor:    doctorRecording(),
 		Native: launch.NativeLayout{
 			Label: "opencode",
 			Names: [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"},

@@ -19,6 +19,7 @@ func Agent() launch.Agent {
 		Resumable: Sessions(),
 		Rewriter:  Sessions(),
 		Resume:    &resume,
+		Doctor:    doctorRecording(),
 		Native: launch.NativeLayout{
 			Label: "pi-agent",
 			Names: [3]string{"prepared-prefix", "reconstructed-events", "continued-events"},
