@@ -57,6 +57,9 @@ func resumeSpecOf(agent string) (resumeSpec, bool) {
 	return resumeSpec{}, false
 }
 
+// ResumeAgents names the agents pvisor resume and fork support.
+func ResumeAgents() []string { return resumeAgents() }
+
 // resumeAgents names the agents pvisor resume and fork support.
 func resumeAgents() []string {
 	var out []string

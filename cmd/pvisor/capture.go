@@ -45,7 +45,7 @@ Prints one JSON line: {"bundle", "manifest", "failure"}. Exit status: 0 ok,
 cannot be captured (or exported), 11 an agent without session support or
 a CLI that does not print its version, 20 the store cannot be written.
 
-Agents: claude-code (with its subagent transcripts), codex, opencode, pi.
+Agents: {capture-agents} (each with its subagent transcripts when it wrote some).
 
 Examples:
     # Capture a Claude Code session from a sandbox's home into ./bundles.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
 
@@ -28,7 +29,7 @@ func parseFlags(fs *pflag.FlagSet, usage string, args []string, stdout io.Writer
 
 // printHelp is usage followed by fs's flags.
 func printHelp(w io.Writer, usage string, fs *pflag.FlagSet) {
-	fmt.Fprint(w, usage)
+	fmt.Fprint(w, withAgents(usage))
 	if fs != nil {
 		fmt.Fprint(w, fs.FlagUsages())
 	}
@@ -57,3 +58,18 @@ func agentHint(name string) string { return agents.DidYouMean(name) }
 
 // joinAgents lists agent names for help texts.
 func joinAgents(names []string) string { return strings.Join(names, ", ") }
+
+// withAgents fills the agent lists of a usage text from the registry, so
+// that no command's help names an agent by hand: {agents} every agent,
+// {session-agents} those whose session files can be located and
+// rewritten, {capture-agents} those capture takes, {resume-agents} those
+// resume and fork continue.
+func withAgents(usage string) string {
+	list := func(names []string) string { return strings.Join(names, ", ") }
+	return strings.NewReplacer(
+		"{agents}", list(agents.Names()),
+		"{session-agents}", list(sessionAgents()),
+		"{capture-agents}", list(captureAgents()),
+		"{resume-agents}", list(replay.ResumeAgents()),
+	).Replace(usage)
+}

@@ -31,7 +31,7 @@ with the recorded observations and no tool run (quality degraded).
 Prints one sandbox-playback.result/v3 line (metadata.session.mode "fork").
 Exit status as for 'pvisor resume'.
 
-Agents: claude-code, codex, pi, opencode (not with --after-step).
+Agents: {resume-agents} (not with --after-step).
 
 Examples:
     # Branch a Pi session into a second conversation in another checkout.

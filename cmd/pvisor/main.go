@@ -30,7 +30,7 @@ Usage:
     pvisor fake-model --script FILE [--addr 127.0.0.1:PORT]
     pvisor version
 
-Agents: claude-code, codex, opencode, pi, openhands, mini-swe-agent, swe-agent.
+Agents: {agents}.
 
 Examples:
     # List the steps of a session, to choose --after-step.
@@ -65,7 +65,7 @@ func pvisorMain() int {
 // run is main without the process: tests drive it directly.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, withAgents(usage))
 		return 2
 	}
 	switch args[0] {
@@ -97,10 +97,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "pvisor", version)
 		return 0
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, withAgents(usage))
 		return 0
 	default:
-		fmt.Fprintf(stderr, "pvisor: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "pvisor: unknown command %q\n\n%s", args[0], withAgents(usage))
 		return 2
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -14,6 +15,7 @@ import (
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory/agents"
 )
 
 const replayUsage = `Usage:
@@ -146,7 +148,7 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	var prepareOnly, replayOnly bool
 	config := fs.String("config", "", "read the request from a TOML `file` ([replay], [run], [overlayfs], [overlaynet])")
 	request := fs.String("request", "", "read the request from a sandbox-playback.request/v1 JSON `file`")
-	fs.StringVar(&req.Agent, "agent", "", "agent that wrote the trajectory: claude-code, codex, opencode, pi, openhands, mini-swe-agent, swe-agent")
+	fs.StringVar(&req.Agent, "agent", "", "agent that wrote the trajectory: "+strings.Join(agents.Names(), ", "))
 	fs.StringVar(&req.Trajectory, "trajectory", "", "native session `file`")
 	fs.StringVar(&req.Instance, "instance", "", "instance `id` to replay from an OpenHands output.jsonl holding several ('pvisor inspect' lists them)")
 	decimalVar(fs, &req.AfterStep, "after-step", 0, "replay steps 1..`N` (see 'pvisor inspect')")

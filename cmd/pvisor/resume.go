@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -59,7 +60,7 @@ with that id, 11 an agent or CLI version without resume support, 20 the
 workspace or directories, 30 a prompt command failed, 40 the agent or the
 model failed (or the structured output stayed unusable).
 
-Agents: claude-code, codex, pi, opencode.
+Agents: {resume-agents}.
 
 Examples:
     # Ask for a JSON summary, retrying once when the tag is malformed.
@@ -91,7 +92,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	req := &replay.SessionRequest{Mode: mode}
 	var home string
 	var promptArgs, signals []string
-	fs.StringVar(&req.Agent, "agent", "", "agent whose session it is (claude-code, codex, pi, opencode)")
+	fs.StringVar(&req.Agent, "agent", "", "agent whose session it is ("+strings.Join(replay.ResumeAgents(), ", ")+")")
 	fs.StringVar(&req.SessionID, "session", "", "session id, as the agent CLI printed it")
 	fs.StringVar(&home, "home", "", "with --session: the HOME the agent ran under; with --bundle: the HOME to restore into")
 	fs.StringVar(&req.Bundle, "bundle", "", "bundle `dir` from pvisor capture")

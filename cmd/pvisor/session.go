@@ -40,7 +40,7 @@ OpenCode keeps its sessions in SQLite: locate prints the database that
 holds ID (looked up as the session table's key), show the session's
 directory, version, title and its message and part counts.
 
-Agents: claude-code, codex, opencode, pi.
+Agents: {session-agents}.
 
 Exit status: 0 ok, 2 a bad flag or id (ids are letters, digits, '-' and
 '_'), 10 no session, several with that id, or input that cannot be
