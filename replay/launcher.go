@@ -36,7 +36,6 @@ type (
 var launchers = map[string]Launcher{
 	"codex":          codexLauncher{},
 	"claude-code":    claudeLauncher{},
-	"opencode":       opencodeLauncher{},
 	"mini-swe-agent": miniLauncher{},
 	"openhands":      openhandsLauncher{},
 }
@@ -160,3 +159,6 @@ func redirectsTraffic(name string) bool {
 }
 
 func envValue(env []string, name string) string { return launch.EnvValue(env, name) }
+
+// chatReplies is launch.ChatReplies for the launchers still in this package.
+var chatReplies = launch.ChatReplies

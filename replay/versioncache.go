@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/pvisor/pvisor/replay/launch"
 )
 
 // The version probe starts the agent CLI once more per run: for OpenCode
@@ -28,18 +29,7 @@ type versionEntry struct {
 
 // versionKey identifies the executable entry resolves to, "" when it
 // cannot be identified (then nothing is cached).
-func versionKey(entry string) string {
-	real, err := filepath.EvalSymlinks(entry)
-	if err != nil {
-		return ""
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(real, &st); err != nil {
-		return ""
-	}
-	b, _ := json.Marshal([]any{real, st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano()})
-	return string(b)
-}
+func versionKey(entry string) string { return launch.BinaryKey(entry) }
 
 // cachedVersion is probeVersion through the cache in stateRoot. A failed
 // probe is never cached; a cache that cannot be read or written only costs

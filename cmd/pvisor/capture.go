@@ -69,8 +69,9 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 	agent := fs.String("agent", "", "agent whose session it is ("+joinAgents(captureAgents())+")")
 	id := fs.String("session", "", "session id, as the agent CLI printed it")
 	home := fs.String("home", "", "HOME the agent ran under (default: the agent's own environment, then $HOME)")
-	entry := fs.String("agent-entrypoint", "", "the opencode CLI that exports the session (default: on PATH)")
-	stateDir := fs.String("state-dir", replay.DefaultStateRoot, "state root, where the database is copied to export from (opencode)")
+	byExport := joinAgents(exportedAgents())
+	entry := fs.String("agent-entrypoint", "", "the CLI that exports the session, for agents captured by export ("+byExport+"; default: on PATH)")
+	stateDir := fs.String("state-dir", replay.DefaultStateRoot, "state root, where the database is copied to export from ("+byExport+")")
 	storeDir := fs.String("store", "", "bundle store (default: $XDG_DATA_HOME/pvisor/sessions or ~/.local/share/pvisor/sessions)")
 	fail := func(category, format string, a ...any) int {
 		f := &result.Failure{Category: category, Message: fmt.Sprintf(format, a...)}
@@ -92,7 +93,7 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 	}
 	exported := replay.Exported(*agent)
 	if !exported && (fs.Changed("agent-entrypoint") || fs.Changed("state-dir")) {
-		return fail(result.ConfigurationError, "--agent-entrypoint and --state-dir are for agents captured by export (opencode); %s sessions are copied as files", *agent)
+		return fail(result.ConfigurationError, "--agent-entrypoint and --state-dir are for agents captured by export (%s); %s sessions are copied as files", byExport, *agent)
 	}
 	var store session.Store
 	if !exported {
@@ -135,11 +136,23 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 }
 
 // captureAgents are the agents capture takes: those with a session store,
-// and those captured by export (OpenCode).
+// and those captured by export.
 func captureAgents() []string {
 	var out []string
 	for _, a := range agents.Names() {
 		if _, ok := agents.Sessions(a); ok || replay.Exported(a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// exportedAgents are the agents whose sessions live in a database, which
+// capture exports rather than copies.
+func exportedAgents() []string {
+	var out []string
+	for _, a := range agents.Names() {
+		if replay.Exported(a) {
 			out = append(out, a)
 		}
 	}
