@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -17,35 +18,43 @@ import (
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
-const captureUsage = `Usage: pvisor capture --agent A --session ID [--home DIR] [--store DIR]
+// captureUsage is capture's help; the agents it names come from the
+// registry.
+func captureUsage() string {
+	return strings.NewReplacer("{byExport}", joinAgents(exportedAgents()), "{agents}", joinAgents(captureAgents())).Replace(captureHelp)
+}
+
+const captureHelp = `Usage: pvisor capture --agent A --session ID [--home DIR] [--store DIR]
 
 Finds session ID in the agent's state directory by its id (as 'pvisor
 session locate' does) and stores a portable bundle at <store>/<agent>/<ID>/:
 manifest.json (agent, session id, the cwd and CLI version the session
 records, size and SHA-256 per file, creation time) and files/, the original
-bytes unmodified under their path in the state directory. A restore
-rewrites the recorded cwd; the bundle never does. Symlinks are refused, and
-so are files over 64 MiB and sessions of more than 4096 files. The bundle is
+bytes unmodified under their path in the state directory (with the
+session's sidecar files, such as Claude Code's subagent transcripts). A
+restore rewrites the recorded cwd; the bundle never does. Symlinks are
+refused, and so are files over 64 MiB and sessions of more than 4096 files. The bundle is
 written to a temporary directory in the store and renamed into place, so a
 capture of the same session again replaces the old bundle whole. The store
 must be new, empty, or a store pvisor made (it holds pvisor-store.json).
 
-OpenCode keeps its sessions in SQLite: the database files are copied from
-the home into a temporary directory of the state root (--state-dir) and
-pvisor reads the session's rows from the copy, writing the document
-'opencode export' prints; a database of another schema is exported by the
-real CLI (--agent-entrypoint) from the copy, in an isolated home with
-updates, sharing and model downloads off. The home is only read. The
-bundle holds the export document (pvisor-exports/<ID>.json), which 'pvisor
-resume --bundle' imports, and the manifest's via names the method
-(database-read or export), the CLI and its version.
+Agents whose CLI keeps its sessions in a database ({byExport}) are
+captured by export: the database files are copied from the home into a
+temporary directory of the state root (--state-dir) and pvisor reads the
+session's rows from the copy, writing the document the CLI's export
+prints; a database of another schema is exported by the real CLI
+(--agent-entrypoint) from the copy, in an isolated home with updates,
+sharing and model downloads off. The home is only read. The bundle holds
+the export document (pvisor-exports/<ID>.json), which 'pvisor resume
+--bundle' imports, and the manifest's via names the method (database-read
+or export), the CLI and its version.
 
 Prints one JSON line: {"bundle", "manifest", "failure"}. Exit status: 0 ok,
 2 a bad flag, id, store or CLI path, 10 no session, several, or one that
 cannot be captured (or exported), 11 an agent without session support or
 a CLI that does not print its version, 20 the store cannot be written.
 
-Agents: claude-code (with its subagent transcripts), codex, opencode, pi.
+Agents: {agents}.
 
 Examples:
     # Capture a Claude Code session from a sandbox's home into ./bundles.
@@ -79,7 +88,7 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 		printCaptureLine(stdout, captureLine{Failure: f})
 		return result.ExitCode(f)
 	}
-	if err := parseFlags(fs, captureUsage, args, stdout); err != nil {
+	if err := parseFlags(fs, captureUsage(), args, stdout); err != nil {
 		if err == pflag.ErrHelp {
 			return 0
 		}
