@@ -5,10 +5,11 @@ import (
 	"fmt"
 
 	"github.com/pvisor/pvisor/replay/agentcli"
+	"github.com/pvisor/pvisor/replay/launch"
 )
 
-// CappedBuffer is agentcli's: output kept up to a limit.
-type CappedBuffer = agentcli.CappedBuffer
+// CappedBuffer is launch's: output kept up to a limit.
+type CappedBuffer = launch.CappedBuffer
 
 // ProbeAgentVersion asks entry which release of agent's CLI it is, the way
 // a continuation does; see agentcli.Probe. It is for choosing among

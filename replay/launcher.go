@@ -30,7 +30,6 @@ type (
 var launchers = map[string]Launcher{
 	"codex":       codexLauncher{},
 	"claude-code": claudeLauncher{},
-	"opencode":    opencodeLauncher{},
 }
 
 // launcherOf is the launcher that continues agent.

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"syscall"
 
 	"github.com/tidwall/gjson"
 
@@ -25,8 +24,6 @@ type (
 var resumeSpecs = map[string]resumeSpec{
 	trajectory.ClaudeCode: {Command: claudeResume, SessionID: launch.StreamID("type", "system", "session_id"), Text: claudeText},
 	trajectory.Codex:      {Command: codexResume, SessionID: launch.StreamID("type", "thread.started", "thread_id"), Text: codexText},
-	trajectory.OpenCode: {Command: opencodeResume, SessionID: launch.StreamID("type", "step_start", "sessionID"), Text: opencodeText,
-		Collect: opencodeCollect, Export: opencodeExport, Stop: syscall.SIGINT, Grace: opencodeStopGrace},
 }
 
 // claudeText: stream-json assistant messages' text blocks.

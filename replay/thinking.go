@@ -43,13 +43,6 @@ func (claudeLauncher) DisableThinking(proto bridge.Protocol, _ []string) (launch
 		Fields: map[string]json.RawMessage{"chat_template_kwargs": noThinkingKwargs, "reasoning_effort": noReasoning}}, nil
 }
 
-// DisableThinking: OpenCode's chat_template_kwargs. pVisor also omits
-// --thinking, which the launcher never passes.
-func (opencodeLauncher) DisableThinking(bridge.Protocol, []string) (launch.ThinkingOff, error) {
-	return launch.ThinkingOff{Effect: "chat_template_kwargs.enable_thinking=false",
-		Fields: map[string]json.RawMessage{"chat_template_kwargs": noThinkingKwargs}}, nil
-}
-
 // DisallowedToolsArgs: pVisor passes --agent-disallowed-tool to claude-code
 // as --disallowedTools with the names joined by commas.
 func (claudeLauncher) DisallowedToolsArgs(tools []string) []string {

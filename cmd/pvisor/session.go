@@ -60,8 +60,8 @@ Flags:
 `
 
 // sessionAgents are the agents every session command takes: the file
-// stores, and OpenCode, whose database locate and show read and whose
-// export documents rewrite moves.
+// stores, and those keeping their sessions in a database (OpenCode), whose
+// database locate and show read and whose export documents rewrite moves.
 func sessionAgents() []string { return agents.RewriterAgents() }
 
 type sessionFlags struct {
@@ -106,14 +106,14 @@ func cmdSession(args []string, stdout, stderr io.Writer) int {
 	if sub == "rewrite" {
 		return sessionRewrite(fs, *agent, *from, *to, stdout, stderr, errf)
 	}
-	if isOpenCode(*agent) && (sub == "locate" || sub == "show") {
+	if a, ok := inDatabase(*agent); ok && (sub == "locate" || sub == "show") {
 		if fs.NArg() != 1 {
 			return errf(2, "expected one session ID, got %d arguments", fs.NArg())
 		}
 		if fs.Changed("from") || fs.Changed("to") || (sub == "locate" && *asJSON) {
 			return errf(2, "--from, --to (and --json for locate) belong to other session commands")
 		}
-		return sessionOpenCode(sub, *home, fs.Arg(0), *asJSON, stdout, errf)
+		return sessionInDatabase(a, sub, *home, fs.Arg(0), *asJSON, stdout, errf)
 	}
 	store, code, err := sessionStore(*agent)
 	if err != nil {

@@ -89,11 +89,11 @@ func TestSessionOpenCode(t *testing.T) {
 	if code := run([]string{"session", "show", "--agent", "opencode", "--home", home, "--json", id}, &stdout, &stderr); code != 0 {
 		t.Fatalf("show: exit %d: %s", code, stderr.String())
 	}
-	var info openCodeSession
+	var info dbSession
 	if err := json.Unmarshal(stdout.Bytes(), &info); err != nil {
 		t.Fatal(err)
 	}
-	want := openCodeSession{Agent: "opencode", SessionID: id, Path: db, OriginCwd: "/tmp/ocfix/1.18.33/ws", CLIVersion: "1.18.33",
+	want := dbSession{Agent: "opencode", SessionID: id, Path: db, OriginCwd: "/tmp/ocfix/1.18.33/ws", CLIVersion: "1.18.33",
 		Title: "Scripted side reply.", Messages: 7, Parts: 27, Updated: info.Updated}
 	if info != want || info.Updated == 0 {
 		t.Errorf("show = %+v, want %+v", info, want)

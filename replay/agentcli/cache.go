@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/pvisor/pvisor/replay/launch"
 )
 
 // The version probe starts the agent CLI once more per run: for OpenCode
@@ -26,27 +27,12 @@ type versionEntry struct {
 	Printed string `json:"printed"`
 }
 
-// ExecutableKey identifies the executable entry resolves to, "" when it
-// cannot be identified (then nothing is cached).
-func ExecutableKey(entry string) string {
-	real, err := filepath.EvalSymlinks(entry)
-	if err != nil {
-		return ""
-	}
-	var st syscall.Stat_t
-	if err := syscall.Stat(real, &st); err != nil {
-		return ""
-	}
-	b, _ := json.Marshal([]any{real, st.Dev, st.Ino, st.Size, st.Mtim.Nano(), st.Ctim.Nano()})
-	return string(b)
-}
-
 // cachedVersion is probeVersion through the cache in stateRoot. A failed
 // probe is never cached; a cache that cannot be read or written only costs
 // the probe.
 func CachedVersion(ctx context.Context, stateRoot, entry string, env []string) (version, printed string, cached bool, err error) {
 	path := filepath.Join(stateRoot, versionCacheName)
-	key := ExecutableKey(entry)
+	key := launch.BinaryKey(entry)
 	var entries []versionEntry
 	if data, err := os.ReadFile(path); err == nil {
 		_ = json.Unmarshal(data, &entries)
@@ -57,7 +43,7 @@ func CachedVersion(ctx context.Context, stateRoot, entry string, env []string) (
 		}
 	}
 	version, printed, err = ProbeVersion(ctx, entry, env)
-	if err != nil || key == "" || key != ExecutableKey(entry) {
+	if err != nil || key == "" || key != launch.BinaryKey(entry) {
 		return version, printed, false, err
 	}
 	if len(entries) >= versionCacheMax {

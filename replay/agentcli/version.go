@@ -6,11 +6,9 @@
 package agentcli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -149,34 +147,6 @@ func FirstLine(s string) string {
 	return s
 }
 
-// CappedBuffer keeps the first Max bytes written and discards the rest
-// (a child's output read whole: a flood must not fill memory).
-type CappedBuffer struct {
-	bytes.Buffer
-	Max int
-}
-
-func (b *CappedBuffer) Write(p []byte) (int, error) {
-	if room := b.Max - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-// WriteString is Write: bytes.Buffer's own would bypass the cap.
-func (b *CappedBuffer) WriteString(s string) (int, error) {
-	if room := b.Max - b.Len(); room > 0 {
-		b.Buffer.WriteString(s[:min(len(s), room)])
-	}
-	return len(s), nil
-}
-
-// ReadFrom keeps the cap too: exec copies a child's output with io.Copy,
-// which prefers the writer's ReadFrom, and bytes.Buffer's reads all of it
-// (issue 24 #6: 200 MB of --version output was held whole).
-func (b *CappedBuffer) ReadFrom(r io.Reader) (int64, error) {
-	return io.Copy(writerOnly{b}, r)
-}
-
-// writerOnly hides ReadFrom so io.Copy uses Write.
-type writerOnly struct{ io.Writer }
+// CappedBuffer keeps the first Max bytes written and discards the rest;
+// launchers that run their CLI use it too, so it is package launch's.
+type CappedBuffer = launch.CappedBuffer

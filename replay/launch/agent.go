@@ -24,6 +24,11 @@ type Agent struct {
 	Sessions  session.Store
 	Resumable session.Store
 	Rewriter  session.Rewriter
+	// Database, for an agent whose CLI keeps its sessions in a database
+	// rather than files, finds them there by id (in Resumable's Root);
+	// Resumable then holds export documents, and Resume's Collect and
+	// Export move sessions between the two. nil for file-backed agents.
+	Database session.Database
 	// Resume resumes or forks a restored session (needs Resumable).
 	Resume *Resume
 	// Native is how pVisor names the agent's native files in a result.

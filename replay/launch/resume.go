@@ -21,12 +21,15 @@ type Resume struct {
 	SessionID func(stdout string) (string, error)
 	// Text is the assistant text one line of the CLI's output carries.
 	Text func(line []byte) string
-	// For a CLI whose sessions live in a database (OpenCode): Collect
-	// exports session id after a run into the state directory as the
-	// store's file, and Export writes source session id of the database in
-	// dataDir to the file out. nil for file-backed stores.
+	// For a CLI whose sessions live in a database (Agent.Database):
+	// Collect exports session id after a run into the state directory
+	// (c.Root) as the resumable store's file, and Export writes session id
+	// of the database in dataDir (a copy pvisor made) into dataDir as that
+	// store's file, where its Locate finds it; read reports that pvisor
+	// read the rows itself rather than running the CLI's export. nil for
+	// file-backed stores.
 	Collect func(c ResumeCall, id string) error
-	Export  func(c ResumeCall, dataDir, id, out string) error
+	Export  func(c ResumeCall, dataDir, id string) (read bool, err error)
 	// Stop and Grace end the CLI (SIGTERM and 3 s when zero).
 	Stop  syscall.Signal
 	Grace time.Duration

@@ -2,15 +2,18 @@ package opencode
 
 import "github.com/pvisor/pvisor/replay/launch"
 
-// Agent is OpenCode as pvisor's engine, capture and CLI see it. Its
-// sessions live in SQLite: they are captured and resumed as export
-// documents, which its CLI imports.
+// Agent is OpenCode as pvisor's engine, capture, resume and CLI see it.
+// Its sessions live in SQLite (Database): they are captured and resumed as
+// export documents, which its CLI imports.
 func Agent() launch.Agent {
 	return launch.Agent{
 		Format:    New(),
+		Launcher:  launcher{},
 		Resumable: Bundled(),
 		Rewriter:  Exports(),
 		Doctor:    doctorRecording(),
+		Database:  Database(),
+		Resume:    &resume,
 		Native: launch.NativeLayout{
 			Label: "opencode",
 			Names: [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"},

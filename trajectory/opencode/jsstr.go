@@ -7,8 +7,9 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 // OpenCode runs on Bun: its strings are UTF-16, its limits count UTF-16

@@ -14,6 +14,14 @@
 // built-in tools with OpenCode 1.18's semantics and output texts (exec.go and
 // the files per tool), and Rebuild writes the session as an export document
 // with the fresh results (rebuild.go; synth.go for run-event input).
+//
+// Agent is OpenCode as the rest of pvisor sees it: its launcher, which
+// stages the rebuilt export in an isolated home and continues it with
+// `opencode run --session` (launch.go, collect.go), its resume and fork spec
+// (resume.go), its envelope rules for the bridge (envelope.go), and its
+// session database (database.go), into which pvisor writes and from which
+// it reads sessions directly where the CLI's import and export would take
+// seconds (store_stage.go, package store).
 package opencode
 
 import (

@@ -1,4 +1,4 @@
-package replay
+package launch
 
 import "testing"
 
@@ -10,11 +10,8 @@ func TestPlainText(t *testing.T) {
 		"a\rb\x00c\x7fd\tend":                                   "abcd\tend",
 		"\x1bMup \x1b[2Kline":                                   "up line",
 	} {
-		if got := plainText(in); got != want {
-			t.Errorf("plainText(%q) = %q, want %q", in, got, want)
+		if got := PlainText(in); got != want {
+			t.Errorf("PlainText(%q) = %q, want %q", in, got, want)
 		}
-	}
-	if got := clipOut([]byte("\x1b[31mboom\x1b[0m\n")); got != "boom" {
-		t.Errorf("clipOut = %q", got)
 	}
 }

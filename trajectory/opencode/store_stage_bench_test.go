@@ -1,6 +1,6 @@
 //go:build e2e
 
-package replay
+package opencode
 
 import (
 	"net"
@@ -19,7 +19,7 @@ import (
 // as the state root keeps it across runs. Real CLI: run the test binary in
 // a loopback-only network namespace, e.g.
 //
-//	go test -tags e2e -c -o /tmp/r.test ./replay && unshare -n /tmp/r.test -test.run '^$' -test.bench OpenCodeStageCollect -test.benchtime 2x
+//	go test -tags e2e -c -o /tmp/r.test ./trajectory/opencode && unshare -n /tmp/r.test -test.run '^$' -test.bench OpenCodeStageCollect -test.benchtime 2x
 func BenchmarkOpenCodeStageCollect(b *testing.B) {
 	if ifs, _ := net.Interfaces(); len(ifs) != 1 || ifs[0].Name != "lo" {
 		b.Skip("run inside unshare -n: the real CLI may only see loopback")
@@ -29,14 +29,14 @@ func BenchmarkOpenCodeStageCollect(b *testing.B) {
 		b.Skipf("no opencode 1.18.33 under PVISOR_E2E_DIR: %v", err)
 	}
 	const sid = "ses_dd667972effeIl1TDXAj2ZWXpJ"
-	export, _ := filepath.Abs("../testdata/e2e/sessions/opencode@1.18.33/export.json")
+	export, _ := filepath.Abs("../../testdata/e2e/sessions/opencode@1.18.33/export.json")
 	doc, err := os.ReadFile(export)
 	if err != nil {
 		b.Fatal(err)
 	}
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	state := b.TempDir()
-	if _, err := opencodeTemplate(state, entry, env); err != nil {
+	if _, err := template(state, entry, env); err != nil {
 		b.Fatal(err)
 	}
 	fresh := func() (home, ws string) {
@@ -45,7 +45,7 @@ func BenchmarkOpenCodeStageCollect(b *testing.B) {
 		if err := os.MkdirAll(ws, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		if out, err := exec.Command("tar", "-xzf", "../testdata/e2e/sessions/opencode@1.18.33/repo.tar.gz", "-C", ws).CombinedOutput(); err != nil {
+		if out, err := exec.Command("tar", "-xzf", "../../testdata/e2e/sessions/opencode@1.18.33/repo.tar.gz", "-C", ws).CombinedOutput(); err != nil {
 			b.Fatalf("%v: %s", err, out)
 		}
 		return home, ws
@@ -57,11 +57,11 @@ func BenchmarkOpenCodeStageCollect(b *testing.B) {
 		home, ws := fresh()
 		b.StartTimer()
 		start := time.Now()
-		e := append(append([]string(nil), env...), opencodeEnv(home, "")...)
-		if _, _, err := opencodeTool(entry, e, ws, "import", export); err != nil {
+		e := append(append([]string(nil), env...), cliEnv(home, "")...)
+		if _, _, err := runTool(entry, e, ws, "import", export); err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := opencodeTool(entry, e, ws, "export", sid); err != nil {
+		if _, _, err := runTool(entry, e, ws, "export", sid); err != nil {
 			b.Fatal(err)
 		}
 		cli += time.Since(start)
@@ -70,10 +70,10 @@ func BenchmarkOpenCodeStageCollect(b *testing.B) {
 		home, ws = fresh()
 		b.StartTimer()
 		start = time.Now()
-		if err := opencodeStage(state, entry, env, home, ws, doc); err != nil {
+		if err := stageDB(state, entry, env, home, ws, doc); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := opencodeRead(filepath.Join(home, ".local", "share", "opencode"), sid); err != nil {
+		if _, err := readDB(filepath.Join(home, ".local", "share", "opencode"), sid); err != nil {
 			b.Fatal(err)
 		}
 		ours += time.Since(start)

@@ -1,4 +1,4 @@
-package replay
+package opencode
 
 import (
 	"crypto/sha256"
@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pvisor/pvisor/replay/agentcli"
+	"github.com/pvisor/pvisor/replay/launch"
 	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory/opencode/store"
 )
@@ -24,17 +24,17 @@ import (
 // made once per binary (keyed like the version cache: resolved path,
 // device, inode, size, times) by `opencode session list`, the cheapest
 // command that opens the database, and kept under the state root.
-const opencodeTemplateDir = "opencode-templates"
+const templateDir = "opencode-templates"
 
-// opencodeTemplate returns the template database for the CLI entry,
+// template returns the template database for the CLI entry,
 // making it when the state root has none for this binary.
-func opencodeTemplate(stateRoot, entry string, env []string) (string, error) {
-	key := agentcli.ExecutableKey(entry)
+func template(stateRoot, entry string, env []string) (string, error) {
+	key := launch.BinaryKey(entry)
 	if key == "" {
 		return "", fmt.Errorf("cannot identify the opencode binary %s to key its template database", entry)
 	}
 	sum := sha256.Sum256([]byte(key))
-	dir := filepath.Join(stateRoot, opencodeTemplateDir)
+	dir := filepath.Join(stateRoot, templateDir)
 	path := filepath.Join(dir, hex.EncodeToString(sum[:12])+".db")
 	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
 		return path, nil
@@ -51,7 +51,7 @@ func opencodeTemplate(stateRoot, entry string, env []string) (string, error) {
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return "", err
 	}
-	if _, _, err := opencodeTool(entry, append(append([]string(nil), env...), opencodeEnv(home, "")...), home, "session", "list", "--format", "json"); err != nil {
+	if _, _, err := runTool(entry, append(append([]string(nil), env...), cliEnv(home, "")...), home, "session", "list", "--format", "json"); err != nil {
 		return "", fmt.Errorf("making the template database: %w", err)
 	}
 	made := filepath.Join(home, ".local", "share", "opencode", "opencode.db")
@@ -74,14 +74,14 @@ func opencodeTemplate(stateRoot, entry string, env []string) (string, error) {
 	return path, os.Rename(tmp, path)
 }
 
-// opencodePlace is the project `opencode import` resolves when run in dir
+// place is the project `opencode import` resolves when run in dir
 // (OpenCode 1.18): outside a git repository the global project at the
 // filesystem root; in one, the id cached in the git directory's
 // "opencode" file, else the first of the sorted root commits of HEAD, with
 // the top level as worktree. A repository with an origin remote is
 // refused: OpenCode derives that id from a hash of the remote URL, which
 // pvisor does not reproduce, so the caller imports with the CLI.
-func opencodePlace(dir string) (store.Place, error) {
+func place(dir string) (store.Place, error) {
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return store.Place{}, err
@@ -121,10 +121,10 @@ func opencodePlace(dir string) (store.Place, error) {
 	if remote, _ := git("remote", "get-url", "origin"); strings.TrimSpace(remote) != "" {
 		return store.Place{}, errRemoteProject
 	}
-	place := store.Place{Worktree: filepath.Clean(top), Directory: real}
+	at := store.Place{Worktree: filepath.Clean(top), Directory: real}
 	if b, err := os.ReadFile(filepath.Join(common, "opencode")); err == nil && strings.TrimSpace(string(b)) != "" {
-		place.ProjectID = strings.TrimSpace(string(b))
-		return place, nil
+		at.ProjectID = strings.TrimSpace(string(b))
+		return at, nil
 	}
 	roots, err := git("rev-list", "--max-parents=0", "HEAD")
 	var ids []string
@@ -134,31 +134,31 @@ func opencodePlace(dir string) (store.Place, error) {
 		}
 	}
 	if err != nil || len(ids) == 0 {
-		place.ProjectID = "global"
-		return place, nil
+		at.ProjectID = "global"
+		return at, nil
 	}
 	sort.Strings(ids)
-	place.ProjectID = ids[0]
-	return place, nil
+	at.ProjectID = ids[0]
+	return at, nil
 }
 
 var errRemoteProject = errors.New("the workspace's git repository has an origin remote: OpenCode derives its project id from the remote URL, which pvisor does not reproduce")
 
-// opencodeStage writes the export doc into a fresh database in the data
+// stageDB writes the export doc into a fresh database in the data
 // directory of home, as `opencode import` run in dir would, from the
 // template of entry. It reports how: {"method":"direct"} or, when the
 // direct write cannot stand in for the CLI (another schema, a project id
 // it cannot derive), an error the caller answers by importing with the
 // CLI, recording the reason.
-func opencodeStage(stateRoot, entry string, env []string, home, dir string, doc []byte) error {
+func stageDB(stateRoot, entry string, env []string, home, dir string, doc []byte) error {
 	if stateRoot == "" || entry == "" {
 		return fmt.Errorf("no state root or opencode entrypoint for a template database")
 	}
-	place, err := opencodePlace(dir)
+	where, err := place(dir)
 	if err != nil {
 		return err
 	}
-	tpl, err := opencodeTemplate(stateRoot, entry, env)
+	tpl, err := template(stateRoot, entry, env)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func opencodeStage(stateRoot, entry string, env []string, home, dir string, doc 
 		os.Remove(dst)
 		return err
 	}
-	_, err = db.Write(doc, place, time.Now().UnixMilli())
+	_, err = db.Write(doc, where, time.Now().UnixMilli())
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
@@ -185,9 +185,9 @@ func opencodeStage(stateRoot, entry string, env []string, home, dir string, doc 
 	return err
 }
 
-// opencodeRead prints session id of the database in dataDir as `opencode
+// readDB prints session id of the database in dataDir as `opencode
 // export` does.
-func opencodeRead(dataDir, id string) ([]byte, error) {
+func readDB(dataDir, id string) ([]byte, error) {
 	db, err := store.OpenReadOnly(filepath.Join(dataDir, "opencode.db"))
 	if err != nil {
 		return nil, err
@@ -203,6 +203,6 @@ func opencodeRead(dataDir, id string) ([]byte, error) {
 	return doc, nil
 }
 
-// opencodeTooLarge: a session over the capture limit is refused, not
+// tooLarge: a session over the capture limit is refused, not
 // handed to the CLI's export instead.
-func opencodeTooLarge(err error) bool { return store.IsTooLarge(err) }
+func tooLarge(err error) bool { return store.IsTooLarge(err) }

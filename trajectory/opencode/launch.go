@@ -1,4 +1,4 @@
-package replay
+package opencode
 
 import (
 	"bytes"
@@ -18,82 +18,64 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
-	"github.com/pvisor/pvisor/trajectory/opencode"
-	ocstore "github.com/pvisor/pvisor/trajectory/opencode/store"
+	"github.com/pvisor/pvisor/replay/launch"
+	"github.com/pvisor/pvisor/trajectory/opencode/store"
 )
 
-// opencodeLauncher continues an OpenCode session with `opencode run
-// --session <id> <nonce>` (1.18). The rebuilt session is an export document;
-// `opencode import` loads it, ids and all, into OpenCode's database in
-// isolated XDG dirs, and a provider with the recorded provider and model ids
-// points at the bridge over Chat Completions (the ids stay as recorded, so
-// OpenCode picks the same system prompt and the requests the same model).
+// launcher continues an OpenCode session with `opencode run --session <id>
+// <nonce>` (1.18). The rebuilt session is an export document; `opencode
+// import` loads it, ids and all, into OpenCode's database in isolated XDG
+// dirs, and a provider with the recorded provider and model ids points at
+// the bridge over Chat Completions (the ids stay as recorded, so OpenCode
+// picks the same system prompt and the requests the same model).
 //
 // OpenCode ignores its agent step limit on resumed sessions (pvisor.md §6),
 // so the step budget is the bridge's: the request over the budget is held,
 // and the engine stops OpenCode with SIGINT (it then writes its session and
 // exits) and kills it after a grace period.
-type opencodeLauncher struct{}
+type launcher struct{}
 
 const (
-	opencodeTokenEnv = "PVISOR_BRIDGE_TOKEN"
-	// opencodeStopGrace is how long a stopped OpenCode may take to flush its
+	tokenEnv = "PVISOR_BRIDGE_TOKEN"
+	// stopGrace is how long a stopped OpenCode may take to flush its
 	// session after SIGINT.
-	opencodeStopGrace = 20 * time.Second
-	// opencodeToolTimeout bounds import and export, which only touch the
-	// local database.
-	opencodeToolTimeout = 2 * time.Minute
+	stopGrace = 20 * time.Second
+	// toolTimeout bounds import and export, which only touch the local
+	// database.
+	toolTimeout = 2 * time.Minute
 )
 
-func (opencodeLauncher) Binary() string { return "opencode" }
+func (launcher) Binary() string { return "opencode" }
 
-func (opencodeLauncher) NativeCLI() string { return "opencode" }
+func (launcher) NativeCLI() string { return "opencode" }
 
 // VersionShape is how `--version` prints (1.18.33).
-func (opencodeLauncher) VersionShape() *regexp.Regexp { return opencodeVersionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape }
 
-var opencodeVersionShape = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
+var versionShape = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
 
-func (opencodeLauncher) Protocol() bridge.Protocol { return bridge.Chat }
+func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 
 // Replies plays the recorded steps after the boundary with their own call
 // ids, tool names and arguments (paths relocated).
-func (opencodeLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) { return chatReplies(c) }
-
-// chatReplies turns the recorded actions after the boundary into replies.
-// It serves the agents whose tool calls are plain function calls with JSON
-// arguments (OpenCode, Pi).
-func chatReplies(c *Continuation) ([]fakemodel.Reply, error) {
-	t := c.Trajectory
-	i := t.ActionIndex(c.AfterStep)
-	if i < 0 {
-		return nil, fmt.Errorf("step %d not found", c.AfterStep)
-	}
-	var out []fakemodel.Reply
-	for n, a := range t.Actions[i+1:] {
-		rep := fakemodel.Reply{Thinking: c.Paths.String(a.Reasoning), Text: c.Paths.String(a.Text)}
-		for _, call := range a.Calls {
-			args := call.Arguments
-			if !gjson.ValidBytes(args) || !gjson.ParseBytes(args).IsObject() {
-				return nil, fmt.Errorf("response %d after the boundary: call %s (%s) has arguments that are not a JSON object", n+1, call.ID, call.Name)
-			}
-			args, _, err := c.Paths.JSON(args)
-			if err != nil {
-				return nil, err
-			}
-			rep.ToolCalls = append(rep.ToolCalls, fakemodel.ToolCall{ID: call.ID, Name: call.Name, Arguments: args})
-		}
-		if rep.Thinking == "" && rep.Text == "" && len(rep.ToolCalls) == 0 {
-			return nil, fmt.Errorf("response %d after the boundary (%s) is empty and cannot be played back", n+1, a.Locator)
-		}
-		out = append(out, rep)
-	}
-	return out, nil
+func (launcher) Replies(c *launch.Continuation) ([]fakemodel.Reply, error) {
+	return launch.ChatReplies(c)
 }
 
-// opencodeStaged is an export ready for `opencode import`.
-type opencodeStaged struct {
-	c          *Continuation
+// noThinkingKwargs is the chat_template_kwargs --disable-thinking sends.
+var noThinkingKwargs = json.RawMessage(`{"enable_thinking":false}`)
+
+// DisableThinking is pVisor's --disable-thinking for OpenCode:
+// chat_template_kwargs. pVisor also omits --thinking, which the launcher
+// never passes.
+func (launcher) DisableThinking(bridge.Protocol, []string) (launch.ThinkingOff, error) {
+	return launch.ThinkingOff{Effect: "chat_template_kwargs.enable_thinking=false",
+		Fields: map[string]json.RawMessage{"chat_template_kwargs": noThinkingKwargs}}, nil
+}
+
+// staged is an export ready for `opencode import`.
+type staged struct {
+	c          *launch.Continuation
 	conv       *envelope.Chat
 	sid        string
 	export     string // the staged export document
@@ -106,33 +88,33 @@ type opencodeStaged struct {
 	staging map[string]any
 }
 
-func (opencodeLauncher) Stage(c *Continuation) (Staged, error) {
+func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 	doc, _, err := c.Paths.JSON(c.Rebuilt)
 	if err != nil {
 		return nil, fmt.Errorf("relocating the export: %w", err)
 	}
-	proj, err := opencode.Project(bytes.NewReader(doc))
+	proj, err := Project(bytes.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("the staged export: %w", err)
 	}
-	s := &opencodeStaged{c: c, sid: proj.SessionID, export: filepath.Join(c.Home, "pvisor-staged-session.json"), doc: doc,
+	s := &staged{c: c, sid: proj.SessionID, export: filepath.Join(c.Home, "pvisor-staged-session.json"), doc: doc,
 		stagedMsgs: len(gjson.GetBytes(doc, "messages").Array())}
-	s.provider, s.model = opencodeModel(doc)
+	s.provider, s.model = sessionModel(doc)
 	if s.provider == "" || s.model == "" {
 		return nil, fmt.Errorf("the export names no provider and model (messages[].info.providerID/modelID or info.model)")
 	}
 	if err := os.WriteFile(s.export, doc, 0o600); err != nil {
 		return nil, err
 	}
-	if s.conv, err = opencode.NewEnvelope(proj.Items, c.Envelope); err != nil {
+	if s.conv, err = NewEnvelope(proj.Items, c.Envelope); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// opencodeModel is the provider and model the session last used: the last
+// sessionModel is the provider and model the session last used: the last
 // assistant message's, else the session's.
-func opencodeModel(doc []byte) (provider, model string) {
+func sessionModel(doc []byte) (provider, model string) {
 	for _, m := range gjson.GetBytes(doc, "messages").Array() {
 		info := m.Get("info")
 		switch {
@@ -148,33 +130,33 @@ func opencodeModel(doc []byte) (provider, model string) {
 	return provider, model
 }
 
-func (s *opencodeStaged) Conversation() envelope.Conversation { return s.conv }
+func (s *staged) Conversation() envelope.Conversation { return s.conv }
 
-func (s *opencodeStaged) StopSignal() (syscall.Signal, time.Duration) {
-	return syscall.SIGINT, opencodeStopGrace
+func (s *staged) StopSignal() (syscall.Signal, time.Duration) {
+	return syscall.SIGINT, stopGrace
 }
 
 // env is the CLI's environment in the isolated home.
-func (s *opencodeStaged) env(token string) []string { return opencodeEnv(s.c.Home, token) }
+func (s *staged) env(token string) []string { return cliEnv(s.c.Home, token) }
 
-// opencodeEnv is the CLI's environment with home as HOME: every config,
-// data, cache and state dir in it (at the XDG defaults, so the data dir is
-// where opencode.Bundled looks), and OpenCode's network extras off.
-func opencodeEnv(h, token string) []string {
+// cliEnv is the CLI's environment with home as HOME: every config, data,
+// cache and state dir in it (at the XDG defaults, so the data dir is where
+// Bundled looks), and OpenCode's network extras off.
+func cliEnv(h, token string) []string {
 	env := []string{"HOME=" + h,
 		"XDG_CONFIG_HOME=" + filepath.Join(h, ".config"), "XDG_DATA_HOME=" + filepath.Join(h, ".local", "share"),
 		"XDG_CACHE_HOME=" + filepath.Join(h, ".cache"), "XDG_STATE_HOME=" + filepath.Join(h, ".local", "state"),
 		"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
 		"OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_DEFAULT_PLUGINS=1", "NO_COLOR=1", "TERM=dumb"}
 	if token != "" {
-		env = append(env, opencodeTokenEnv+"="+token)
+		env = append(env, tokenEnv+"="+token)
 	}
 	return env
 }
 
-// opencodeConfig is the opencode.json that sends provider/model to the
+// bridgeConfig is the opencode.json that sends provider/model to the
 // bridge at url.
-func opencodeConfig(provider, model, url string) map[string]any {
+func bridgeConfig(provider, model, url string) map[string]any {
 	return map[string]any{
 		"$schema":     "https://opencode.ai/config.json",
 		"model":       provider + "/" + model,
@@ -185,7 +167,7 @@ func opencodeConfig(provider, model, url string) map[string]any {
 		"provider": map[string]any{provider: map[string]any{
 			"npm":     "@ai-sdk/openai-compatible",
 			"name":    "pvisor bridge",
-			"options": map[string]any{"baseURL": url + "/v1", "apiKey": "{env:" + opencodeTokenEnv + "}"},
+			"options": map[string]any{"baseURL": url + "/v1", "apiKey": "{env:" + tokenEnv + "}"},
 			"models":  map[string]any{model: map[string]any{"name": model, "tool_call": true}},
 		}},
 	}
@@ -194,8 +176,8 @@ func opencodeConfig(provider, model, url string) map[string]any {
 // Command writes opencode.json for the bridge, imports the staged export and
 // resumes the session with the nonce as its prompt (run cannot start
 // without one).
-func (s *opencodeStaged) Command(b BridgeAddr) (Command, error) {
-	cfg := opencodeConfig(s.provider, s.model, b.URL)
+func (s *staged) Command(b launch.BridgeAddr) (launch.Command, error) {
+	cfg := bridgeConfig(s.provider, s.model, b.URL)
 	if n := s.c.Envelope.MaxLiveTurns; n > 0 {
 		// A native limit one step past the budget, as a backstop should the
 		// bridge's budget not hold. Not the budget itself: on its last
@@ -206,30 +188,30 @@ func (s *opencodeStaged) Command(b BridgeAddr) (Command, error) {
 	}
 	data, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
-		return Command{}, err
+		return launch.Command{}, err
 	}
 	dir := filepath.Join(s.c.Home, ".config", "opencode")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return Command{}, err
+		return launch.Command{}, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), data, 0o600); err != nil {
-		return Command{}, err
+		return launch.Command{}, err
 	}
 	if err := s.stage(); err != nil {
-		return Command{}, err
+		return launch.Command{}, err
 	}
 	args := []string{"run", "--format", "json", "--session", s.sid, "--model", s.provider + "/" + s.model}
 	args = append(args, s.c.AgentArgs...)
 	args = append(args, s.c.Envelope.Nonce)
-	return Command{Args: args, Env: s.env(b.Token)}, nil
+	return launch.Command{Args: args, Env: s.env(b.Token)}, nil
 }
 
 // stage puts the session into the isolated home's database: written
 // directly from the template, or by `opencode import` when that cannot
 // stand in for the CLI (the reason is in the result's metadata).
-func (s *opencodeStaged) stage() error {
+func (s *staged) stage() error {
 	env := append(append([]string(nil), s.c.Env...), s.env("")...)
-	err := opencodeStage(s.c.StateRoot, s.c.Entrypoint, env, s.c.Home, s.c.Workspace, s.doc)
+	err := stageDB(s.c.StateRoot, s.c.Entrypoint, env, s.c.Home, s.c.Workspace, s.doc)
 	if err == nil {
 		s.staging = map[string]any{"method": "direct"}
 		return nil
@@ -247,37 +229,38 @@ func (s *opencodeStaged) stage() error {
 
 // tool runs an OpenCode subcommand that only touches the local database
 // (import, export) and returns its output.
-func (s *opencodeStaged) tool(args ...string) (stdout, stderr []byte, err error) {
+func (s *staged) tool(args ...string) (stdout, stderr []byte, err error) {
 	if s.c.Entrypoint == "" {
 		return nil, nil, fmt.Errorf("no opencode entrypoint to run %s with", args[0])
 	}
-	return opencodeTool(s.c.Entrypoint, append(append([]string(nil), s.c.Env...), s.env("")...), s.c.Workspace, args...)
+	return runTool(s.c.Entrypoint, append(append([]string(nil), s.c.Env...), s.env("")...), s.c.Workspace, args...)
 }
 
-// opencodeTool runs `opencode import|export …`, bounded in time.
-func opencodeTool(entry string, env []string, dir string, args ...string) (stdout, stderr []byte, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), opencodeToolTimeout)
+// runTool runs `opencode import|export …`, bounded in time.
+func runTool(entry string, env []string, dir string, args ...string) (stdout, stderr []byte, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), toolTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, entry, args...)
 	cmd.Dir = dir
 	cmd.Env = env
 	// Bounded as pvisor's own read of the rows: an export document over the
 	// capture limit is refused, and stderr is kept for the message only.
-	out := &CappedBuffer{Max: ocstore.MaxExportBytes + 1}
-	errOut := &CappedBuffer{Max: 64 << 10}
+	out := &launch.CappedBuffer{Max: store.MaxExportBytes + 1}
+	errOut := &launch.CappedBuffer{Max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	cmd.WaitDelay = time.Second
 	if err := cmd.Run(); err != nil {
 		return nil, nil, fmt.Errorf("opencode %s: %v: %s", args[0], err, clipOut(errOut.Bytes()))
 	}
-	if out.Len() > ocstore.MaxExportBytes {
-		return nil, nil, fmt.Errorf("opencode %s printed more than %d bytes, the limit of a capture", args[0], ocstore.MaxExportBytes)
+	if out.Len() > store.MaxExportBytes {
+		return nil, nil, fmt.Errorf("opencode %s printed more than %d bytes, the limit of a capture", args[0], store.MaxExportBytes)
 	}
 	return out.Bytes(), errOut.Bytes(), nil
 }
 
+// clipOut is the end of a CLI's output, as plain text, for a message.
 func clipOut(b []byte) string {
-	s := strings.TrimSpace(plainText(string(b)))
+	s := strings.TrimSpace(launch.PlainText(string(b)))
 	if len(s) > 400 {
 		s = s[len(s)-400:]
 	}

@@ -1,4 +1,4 @@
-package replay
+package opencode
 
 import (
 	"bytes"
@@ -8,12 +8,12 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/replay/launch"
 )
 
 // Collect exports the continued session from OpenCode's database and removes
 // the resume envelope from it.
-func (s *opencodeStaged) Collect() (*Collected, error) {
+func (s *staged) Collect() (*launch.Collected, error) {
 	out, how, err := s.exportSession()
 	if err != nil {
 		return nil, err
@@ -26,11 +26,11 @@ func (s *opencodeStaged) Collect() (*Collected, error) {
 	if id := gjson.GetBytes(doc, "info.id").Str; id != s.sid {
 		return nil, fmt.Errorf("opencode export printed session %q, not the resumed %s", id, s.sid)
 	}
-	clean, removed, err := cleanOpenCodeExport(doc, s.c.Envelope.Nonce)
+	clean, removed, err := cleanExport(doc, s.c.Envelope.Nonce)
 	if err != nil {
 		return nil, err
 	}
-	c := &Collected{Session: clean, Metadata: map[string]any{"removed_records": removed,
+	c := &launch.Collected{Session: clean, Metadata: map[string]any{"removed_records": removed,
 		"relocated": s.c.Paths.From + " -> " + s.c.Paths.To, "staged_messages": s.stagedMsgs,
 		"staging": s.staging, "collecting": how}}
 	if s.conv.Report().BudgetExceeded {
@@ -46,12 +46,12 @@ func (s *opencodeStaged) Collect() (*Collected, error) {
 // exportSession reads the continued session from the database as `opencode
 // export` prints it; when pvisor cannot read it (another schema), the CLI
 // exports it and how says why.
-func (s *opencodeStaged) exportSession() (out []byte, how map[string]any, err error) {
-	out, err = opencodeRead(filepath.Join(s.c.Home, ".local", "share", "opencode"), s.sid)
+func (s *staged) exportSession() (out []byte, how map[string]any, err error) {
+	out, err = readDB(filepath.Join(s.c.Home, ".local", "share", "opencode"), s.sid)
 	if err == nil {
 		return out, map[string]any{"method": "direct"}, nil
 	}
-	if opencodeTooLarge(err) {
+	if tooLarge(err) {
 		return nil, nil, err
 	}
 	how = map[string]any{"method": "export", "reason": err.Error()}
@@ -59,12 +59,12 @@ func (s *opencodeStaged) exportSession() (out []byte, how map[string]any, err er
 	return out, how, err
 }
 
-// cleanOpenCodeExport removes the user message whose only text part is the
-// nonce (bare or quoted), with its parts, and points the messages that
-// answered it at the user message before it (the original prompt), as the
-// session was before the resume. Every other byte stays as exported. Any
-// other occurrence of the nonce is an error.
-func cleanOpenCodeExport(doc []byte, nonce string) ([]byte, []map[string]any, error) {
+// cleanExport removes the user message whose only text part is the nonce
+// (bare or quoted), with its parts, and points the messages that answered
+// it at the user message before it (the original prompt), as the session
+// was before the resume. Every other byte stays as exported. Any other
+// occurrence of the nonce is an error.
+func cleanExport(doc []byte, nonce string) ([]byte, []map[string]any, error) {
 	msgs := gjson.GetBytes(doc, "messages")
 	if !msgs.IsArray() {
 		return nil, nil, fmt.Errorf("the export has no messages array")
@@ -75,7 +75,7 @@ func cleanOpenCodeExport(doc []byte, nonce string) ([]byte, []map[string]any, er
 		if m.Get("info.role").Str != "user" {
 			continue
 		}
-		if isOpenCodeNonceMessage(m, nonce) {
+		if isNonceMessage(m, nonce) {
 			if k >= 0 {
 				return nil, nil, fmt.Errorf("messages %d and %d both hold the resume nonce", k, i)
 			}
@@ -99,7 +99,7 @@ func cleanOpenCodeExport(doc []byte, nonce string) ([]byte, []map[string]any, er
 		}
 		raw := []byte(m.Raw)
 		if m.Get("info.parentID").Str == nonceID {
-			raw = setString(raw, "info.parentID", lastUser)
+			raw = launch.SetString(raw, "info.parentID", lastUser)
 			relinked++
 		}
 		kept = append(kept, string(raw))
@@ -118,7 +118,7 @@ func cleanOpenCodeExport(doc []byte, nonce string) ([]byte, []map[string]any, er
 	return out, removed, nil
 }
 
-func isOpenCodeNonceMessage(m gjson.Result, nonce string) bool {
+func isNonceMessage(m gjson.Result, nonce string) bool {
 	var texts []string
 	for _, p := range m.Get("parts").Array() {
 		if p.Get("type").Str == "text" {
@@ -139,5 +139,3 @@ func replaceValue(doc []byte, v gjson.Result, repl string) ([]byte, error) {
 	out = append(out, repl...)
 	return append(out, doc[end:]...), nil
 }
-
-var _ envelope.Conversation = (*envelope.Chat)(nil)

@@ -1,4 +1,4 @@
-package replay
+package opencode
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 
 const chatNonce = "__PVISOR_NATIVE_REPLAY_0123456789abcdef0123456789abcdef__"
 
-func TestCleanOpenCodeExport(t *testing.T) {
+func TestCleanExport(t *testing.T) {
 	doc := `{"info":{"id":"ses_1"},"messages":[
  {"info":{"id":"m1","role":"user"},"parts":[{"type":"text","text":"task"}]},
  {"info":{"id":"m2","role":"assistant","parentID":"m1"},"parts":[{"type":"tool","state":{"status":"completed"}}]},
@@ -17,7 +17,7 @@ func TestCleanOpenCodeExport(t *testing.T) {
  {"info":{"id":"m4","role":"assistant","parentID":"m3"},"parts":[{"type":"text","text":"go"}]},
  {"info":{"id":"m5","role":"assistant","parentID":"m3"},"parts":[]}
 ]}`
-	clean, removed, err := cleanOpenCodeExport([]byte(doc), chatNonce)
+	clean, removed, err := cleanExport([]byte(doc), chatNonce)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestCleanOpenCodeExport(t *testing.T) {
 	}
 	// The quoted form opencode uses for prompts with spaces is removed too.
 	quoted := strings.Replace(doc, `"text":"`+chatNonce+`"`, `"text":"\"`+chatNonce+`\""`, 1)
-	if _, _, err := cleanOpenCodeExport([]byte(quoted), chatNonce); err != nil {
+	if _, _, err := cleanExport([]byte(quoted), chatNonce); err != nil {
 		t.Errorf("quoted nonce: %v", err)
 	}
 	for name, bad := range map[string]string{
@@ -40,21 +40,28 @@ func TestCleanOpenCodeExport(t *testing.T) {
 		"twice":      strings.Replace(doc, `"text":"task"`, `"text":"`+chatNonce+`"`, 1),
 		"no message": `{"info":{"id":"ses_1"}}`,
 	} {
-		if _, _, err := cleanOpenCodeExport([]byte(bad), chatNonce); err == nil {
+		if _, _, err := cleanExport([]byte(bad), chatNonce); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
 }
 
-func TestOpenCodeModel(t *testing.T) {
+func TestSessionModel(t *testing.T) {
 	for doc, want := range map[string]string{
 		`{"messages":[{"info":{"role":"user","model":{"providerID":"p","modelID":"m"}}},{"info":{"role":"assistant","providerID":"q","modelID":"n"}}]}`: "q/n",
 		`{"messages":[{"info":{"role":"user","model":{"providerID":"p","modelID":"m"}}}]}`:                                                              "p/m",
 		`{"info":{"model":{"providerID":"x","id":"y"}},"messages":[]}`:                                                                                  "x/y",
 	} {
-		p, m := opencodeModel([]byte(doc))
+		p, m := sessionModel([]byte(doc))
 		if p+"/"+m != want {
 			t.Errorf("%s: %s/%s, want %s", doc, p, m, want)
 		}
+	}
+}
+
+// Issue 24 #15: a CLI's coloured error reaches the failure message as text.
+func TestClipOut(t *testing.T) {
+	if got := clipOut([]byte("\x1b[31mboom\x1b[0m\n")); got != "boom" {
+		t.Errorf("clipOut = %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package replay
+package opencode
 
 import (
 	"os"
@@ -16,46 +16,46 @@ import (
 // (trajectory/opencode/store/testdata: session.project_id of both fixtures).
 const recordedProject = "85ef450d3b82211bc7c13716712b8e84caeec6f2"
 
-func TestOpenCodePlace(t *testing.T) {
+func TestPlace(t *testing.T) {
 	repo := t.TempDir()
-	if out, err := exec.Command("tar", "-xzf", "../testdata/e2e/sessions/opencode@1.18.33/repo.tar.gz", "-C", repo).CombinedOutput(); err != nil {
+	if out, err := exec.Command("tar", "-xzf", "../../testdata/e2e/sessions/opencode@1.18.33/repo.tar.gz", "-C", repo).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	repo, _ = filepath.EvalSymlinks(repo)
 	sub := filepath.Join(repo, "greeter")
 	plain, _ := filepath.EvalSymlinks(t.TempDir())
-	got, err := opencodePlace(repo)
+	got, err := place(repo)
 	if err != nil || got != (store.Place{ProjectID: recordedProject, Worktree: repo, Directory: repo}) {
 		t.Errorf("repository: %+v, %v", got, err)
 	}
-	if got, err := opencodePlace(sub); err != nil || got != (store.Place{ProjectID: recordedProject, Worktree: repo, Directory: sub}) {
+	if got, err := place(sub); err != nil || got != (store.Place{ProjectID: recordedProject, Worktree: repo, Directory: sub}) {
 		t.Errorf("subdirectory: %+v, %v", got, err)
 	}
-	if got, err := opencodePlace(plain); err != nil || got != (store.Place{ProjectID: "global", Worktree: "/", Directory: plain}) {
+	if got, err := place(plain); err != nil || got != (store.Place{ProjectID: "global", Worktree: "/", Directory: plain}) {
 		t.Errorf("outside git: %+v, %v", got, err)
 	}
 	// The id OpenCode cached in the git directory wins over the root commit.
 	if err := os.WriteFile(filepath.Join(repo, ".git", "opencode"), []byte("cached-id\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := opencodePlace(repo); got.ProjectID != "cached-id" {
+	if got, _ := place(repo); got.ProjectID != "cached-id" {
 		t.Errorf("cached id: %+v", got)
 	}
 	if out, err := exec.Command("git", "-C", repo, "remote", "add", "origin", "https://example.com/a/b.git").CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if _, err := opencodePlace(repo); err != errRemoteProject {
+	if _, err := place(repo); err != errRemoteProject {
 		t.Errorf("with an origin remote: %v, want errRemoteProject", err)
 	}
 }
 
-// TestOpenCodeTemplateAndStage: the template is made once per binary by
+// TestTemplateAndStage: the template is made once per binary by
 // the CLI (a stand-in that leaves the database the real CLI made, with
 // its session) and holds only the schema; staging writes the session into
 // a copy for the workspace's project, and pvisor reads back the CLI's
 // export document.
-func TestOpenCodeTemplateAndStage(t *testing.T) {
-	fixture, _ := filepath.Abs("../trajectory/opencode/store/testdata/1.18.33/import.db.gz")
+func TestTemplateAndStage(t *testing.T) {
+	fixture, _ := filepath.Abs("store/testdata/1.18.33/import.db.gz")
 	dir := t.TempDir()
 	count := filepath.Join(dir, "runs")
 	cli := filepath.Join(dir, "opencode")
@@ -66,11 +66,11 @@ func TestOpenCodeTemplateAndStage(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	env := []string{"PATH=" + os.Getenv("PATH")}
-	tpl, err := opencodeTemplate(state, cli, env)
+	tpl, err := template(state, cli, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := opencodeTemplate(state, cli, env); err != nil || again != tpl {
+	if again, err := template(state, cli, env); err != nil || again != tpl {
 		t.Fatalf("second call: %s, %v", again, err)
 	}
 	if b, _ := os.ReadFile(count); strings.Count(string(b), "run") != 1 {
@@ -85,16 +85,16 @@ func TestOpenCodeTemplateAndStage(t *testing.T) {
 	}
 	db.Close()
 
-	doc, err := os.ReadFile("../testdata/e2e/sessions/opencode@1.18.33/export.json")
+	doc, err := os.ReadFile("../../testdata/e2e/sessions/opencode@1.18.33/export.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
 	home := filepath.Join(dir, "home")
-	if err := opencodeStage(state, cli, env, home, ws, doc); err != nil {
+	if err := stageDB(state, cli, env, home, ws, doc); err != nil {
 		t.Fatal(err)
 	}
-	out, err := opencodeRead(filepath.Join(home, ".local", "share", "opencode"), "ses_dd667972effeIl1TDXAj2ZWXpJ")
+	out, err := readDB(filepath.Join(home, ".local", "share", "opencode"), "ses_dd667972effeIl1TDXAj2ZWXpJ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestOpenCodeTemplateAndStage(t *testing.T) {
 		t.Errorf("read back: %v", got)
 	}
 	// A home with a database already is not overwritten: the caller imports.
-	if err := opencodeStage(state, cli, env, home, ws, doc); err == nil {
+	if err := stageDB(state, cli, env, home, ws, doc); err == nil {
 		t.Errorf("staging over an existing database succeeded")
 	}
 }
