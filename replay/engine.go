@@ -19,6 +19,7 @@ import (
 	"github.com/pvisor/pvisor/bridge/recorded"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/egress"
 )
 
 func configErr(format string, args ...any) *Failure {
@@ -59,6 +60,10 @@ type run struct {
 	// cliPath is put first on the agent CLI's PATH: a node of the CLI's own
 	// (checkAgentCLI); "" for none.
 	cliPath string
+	// egress is the tools' egress proxy under --overlaynet proxy/auto
+	// (egress.go); egressDone once its summary is on the result.
+	egress     *egress.Proxy
+	egressDone bool
 }
 
 // Run executes a request and returns its result; it never returns nil. The
@@ -76,6 +81,7 @@ func Run(ctx context.Context, req *Request) *result.Result {
 	if err != nil {
 		r.finishFailure(err)
 	}
+	r.finishEgress()
 	if r.journal != nil {
 		r.journal.Close()
 	}
@@ -423,6 +429,7 @@ func finishedSinceStart(journal string) int {
 // writeOutputs copies the journal and writes result.json; failures here are
 // reported on the result but cannot change its category any more.
 func (r *run) writeOutputs() {
+	r.finishEgress()
 	if r.journal != nil {
 		dst := filepath.Join(r.outputDir, result.JournalFile)
 		if err := r.journal.CopyTo(dst); err == nil {

@@ -67,8 +67,9 @@ type overlayfsTable struct {
 }
 
 type overlaynetTable struct {
-	Mode   string `toml:"mode"`
-	Policy string `toml:"policy"`
+	Mode   string   `toml:"mode"`
+	Policy string   `toml:"policy"`
+	Allow  []string `toml:"allow"`
 }
 
 // loadReplayConfig reads a TOML request. Relative paths in it are relative
@@ -133,7 +134,7 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 		}
 	}
 	if c := cfg.Overlaynet; c != nil {
-		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy}
+		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy, Allow: c.Allow}
 	}
 	return req, nil
 }

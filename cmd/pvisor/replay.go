@@ -55,6 +55,20 @@ in the workspace like a replayed tool, all at once, just before the agent
 starts. A missing value is exit 2, a failing command exit 30. Only the
 prompt's length and sha256 and the commands' exit codes are recorded.
 
+Egress policy (as root): --overlaynet proxy puts each replayed tool in a
+network namespace whose only way out is pvisor's HTTP/HTTPS CONNECT proxy
+(HTTP_PROXY/HTTPS_PROXY point at 127.0.0.1:3128 inside it), which applies
+--overlaynet-policy: public (public addresses only; the host's own and
+private ones are denied), deny (everything), or allowlist (only
+--overlaynet-allow host[:port], *.suffix, IP or CIDR entries). Every
+connection attempt is journaled (host, port, bytes each way, allowed or
+denied, which call) in metadata.overlaynet and logs/egress.jsonl; never a
+header, path or body. --overlaynet auto is proxy where namespaces can be
+made; --overlaynet off (default) shares the host network; deny gives tools
+only their own loopback.
+    $ pvisor replay ... --overlaynet proxy --overlaynet-policy allowlist \
+          --overlaynet-allow pypi.org:443 --overlaynet-allow '*.pythonhosted.org:443'
+
 Exit codes: 0 ok, 2 configuration, 10 trajectory, 11 unsupported agent or
 version, 20 workspace, 30 executor (a replayed tool or a prompt command),
 31 ambiguous execution, 40 continuation or model, 50 internal.
@@ -176,11 +190,15 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
 	fs.StringArrayVar(&req.Overlay.Compose, "overlayfs-compose", nil, "extra read-only lower `dir` (repeatable)")
 	fs.StringVar(&req.Overlay.Commit, "overlayfs-commit", "", "what to do with overlay changes: manual, apply or drop")
+	fs.StringVar(&req.Overlaynet.Mode, "overlaynet", "", "tools' network: `mode` auto, off or proxy (alone: proxy; pVisor's), or deny (only their own loopback); see Egress policy")
+	fs.Lookup("overlaynet").NoOptDefVal = replay.NetProxy
+	fs.StringVar(&req.Overlaynet.Policy, "overlaynet-policy", "", "egress proxy `policy`: public (default; public addresses, recorded), deny, or allowlist")
+	fs.StringArrayVar(&req.Overlaynet.Allow, "overlaynet-allow", nil, "allowlist `pattern` host[:port], *.suffix, IP or CIDR (repeatable; needs --overlaynet-policy allowlist)")
 	quiet := fs.BoolP("quiet", "q", false, "no progress lines and no summary on stderr (by default: one live line on a terminal, plain lines otherwise)")
 	fs.BoolVar(&summary.forced, "summary", false, "end with a short summary for people on stderr (default: when stderr is a terminal)")
 	help := fs.BoolP("help", "h", false, "show this help")
 
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(optionalValue(args, "--overlaynet", overlaynetModes)); err != nil {
 		return req, fmt.Errorf("%v (see 'pvisor replay --help')", flagError(fs, err))
 	}
 	req.Progress = progressAuto
