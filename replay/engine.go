@@ -77,6 +77,7 @@ func Run(ctx context.Context, req *Request) *result.Result {
 	r.res.Agent.DisallowedTools = append(r.res.Agent.DisallowedTools, req.DisallowedTools...)
 	r.res.AfterStep = req.AfterStep
 	r.res.Metadata["boundary_user_prompt"] = r.boundaryPromptMetadata()
+	r.runOptionsMeta()
 	err := r.execute(ctx)
 	if err != nil {
 		r.finishFailure(err)

@@ -128,6 +128,11 @@ type RunConfig struct {
 	TimeoutMS  int
 	InheritEnv bool
 	PassEnv    []string
+	// Executor, Policy and Safe are pVisor's names: host and observe are
+	// what pvisor does; the rest is refused (runopts.go).
+	Executor string `json:",omitempty"`
+	Policy   string `json:",omitempty"`
+	Safe     bool   `json:",omitempty"`
 }
 
 // OverlayConfig is the [overlayfs] table.
@@ -179,6 +184,9 @@ func (r *Request) Validate() error {
 		return configErr("--timeout-ms %d: must be positive (or 0 for no limit)", r.Run.TimeoutMS)
 	}
 	if err := r.checkBoundaryPrompt(); err != nil {
+		return err
+	}
+	if err := r.Run.checkRunOptions(); err != nil {
 		return err
 	}
 	if err := r.Overlaynet.check(); err != nil {

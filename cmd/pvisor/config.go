@@ -58,6 +58,9 @@ type runTable struct {
 	TimeoutMS  int      `toml:"timeout_ms"`
 	InheritEnv bool     `toml:"inherit_env"`
 	PassEnv    []string `toml:"pass_env"`
+	Safe       bool     `toml:"safe"`
+	Executor   string   `toml:"executor"`
+	Policy     string   `toml:"policy"`
 }
 
 type overlayfsTable struct {
@@ -125,7 +128,7 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 		req.Mode = replay.ReplayOnly
 	}
 	if c := cfg.Run; c != nil {
-		req.Run = replay.RunConfig{TimeoutMS: c.TimeoutMS, InheritEnv: c.InheritEnv, PassEnv: c.PassEnv}
+		req.Run = replay.RunConfig{TimeoutMS: c.TimeoutMS, InheritEnv: c.InheritEnv, PassEnv: c.PassEnv, Safe: c.Safe, Executor: c.Executor, Policy: c.Policy}
 	}
 	if c := cfg.Overlayfs; c != nil {
 		req.Overlay = replay.OverlayConfig{Path: rel(c.Path), Commit: c.Commit}

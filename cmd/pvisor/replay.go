@@ -77,6 +77,11 @@ Flags:
 `
 
 func cmdReplay(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-V" || args[0] == "--version") {
+		// pVisor's replay executable answers its own -V.
+		fmt.Fprintln(stdout, "pvisor", version)
+		return 0
+	}
 	var summary summaryMode
 	req, err := parseReplayArgs(args, stdout, &summary)
 	if err == pflag.ErrHelp {
@@ -185,6 +190,9 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
 	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
+	fs.StringVar(&req.Run.Executor, "executor", "", "where tools run: `host` (the default; pVisor's container and vm are refused: not built)")
+	fs.StringVar(&req.Run.Policy, "policy", "", "file `policy`: observe (the default: writes outside the workspace recorded); enforce is refused (not built)")
+	fs.BoolVar(&req.Run.Safe, "safe", false, "pVisor's safe preset: refused (it needs --policy enforce, not built); see Egress policy for what composes")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
