@@ -52,6 +52,8 @@ type replayTable struct {
 	DisableThinking        bool              `toml:"disable_thinking"`
 	Upstream               string            `toml:"upstream"`
 	UpstreamModel          string            `toml:"upstream_model"`
+	// TrajectoryAssets is pVisor's; refused (assetsRefused).
+	TrajectoryAssets *string `toml:"trajectory_assets"`
 }
 
 type runTable struct {
@@ -106,6 +108,9 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 	if r.PrepareOnly && r.ReplayOnly {
 		return req, fmt.Errorf("%s: prepare_only and replay_only are mutually exclusive", path)
 	}
+	if r.TrajectoryAssets != nil {
+		return req, fmt.Errorf("%s: %w", path, assetsRefused("[replay] trajectory_assets"))
+	}
 	rel := relativeTo(filepath.Dir(path))
 	*req = replay.Request{
 		Agent: r.Agent, Trajectory: rel(r.Trajectory), Instance: r.Instance, AfterStep: r.AfterStep,
@@ -140,6 +145,13 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy, Allow: c.Allow}
 	}
 	return req, nil
+}
+
+// assetsRefused: pVisor inlines a SWE-agent problem statement from the
+// assets dir; pvisor only inspects and prepares SWE-agent sessions, so
+// the option would do nothing, and is refused rather than ignored.
+func assetsRefused(what string) error {
+	return fmt.Errorf("%s is not built in pvisor: it holds SWE-agent problem files, and SWE-agent sessions are inspected and prepared only here (their replay is refused); remove it", what)
 }
 
 // relativeTo resolves relative paths of a config against its directory, so

@@ -190,6 +190,7 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
 	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
+	assets := fs.String("trajectory-assets", "", "SWE-agent problem files `dir`: refused (SWE-agent sessions are inspected and prepared only)")
 	fs.StringVar(&req.Run.Executor, "executor", "", "where tools run: `host` (the default; pVisor's container and vm are refused: not built)")
 	fs.StringVar(&req.Run.Policy, "policy", "", "file `policy`: observe (the default: writes outside the workspace recorded); enforce is refused (not built)")
 	fs.BoolVar(&req.Run.Safe, "safe", false, "pVisor's safe preset: refused (it needs --policy enforce, not built); see Egress policy for what composes")
@@ -220,6 +221,9 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	}
 	if fs.NArg() > 0 {
 		return req, fmt.Errorf("unexpected argument %q (flags only; see 'pvisor replay --help')", fs.Arg(0))
+	}
+	if fs.Changed("trajectory-assets") {
+		return req, assetsRefused("--trajectory-assets "+*assets)
 	}
 	if *config != "" && *request != "" {
 		return req, fmt.Errorf("--config/--request cannot be combined with direct replay options: pass one of them")
