@@ -33,11 +33,13 @@ func (p *Proxy) Attach() (child *os.File, start func(ok bool), err error) {
 			return
 		}
 		uc, ok2 := c.(*net.UnixConn)
-		if !ok2 || !p.track(uc) {
+		if !ok2 {
 			c.Close()
 			return
 		}
-		p.wg.Add(1)
+		if !p.register(uc) {
+			return
+		}
 		go func() {
 			defer p.wg.Done()
 			defer p.untrack(uc)

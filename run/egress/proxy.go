@@ -133,15 +133,9 @@ func (p *Proxy) ServeListener(l net.Listener) error {
 
 // Serve handles one client connection in the background.
 func (p *Proxy) Serve(c net.Conn, call Call) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		c.Close()
+	if !p.register(c) {
 		return
 	}
-	p.conns[c] = struct{}{}
-	p.wg.Add(1)
-	p.mu.Unlock()
 	go func() {
 		defer p.wg.Done()
 		defer func() {
@@ -258,6 +252,22 @@ func (p *Proxy) handle(c net.Conn, call Call) {
 	}
 	n, _ := io.Copy(c, upstream)
 	down.Add(n)
+}
+
+// register counts a connection and its handler, so that Close ends the one
+// and waits for the other; false (c closed) once the proxy is closed. The
+// count is taken under the lock Close takes first, so it never races
+// Close's Wait.
+func (p *Proxy) register(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		c.Close()
+		return false
+	}
+	p.conns[c] = struct{}{}
+	p.wg.Add(1)
+	return true
 }
 
 // track registers a proxy-side connection so that Close ends it.
