@@ -223,7 +223,7 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 		return req, fmt.Errorf("unexpected argument %q (flags only; see 'pvisor replay --help')", fs.Arg(0))
 	}
 	if fs.Changed("trajectory-assets") {
-		return req, assetsRefused("--trajectory-assets "+*assets)
+		return req, assetsRefused("--trajectory-assets " + *assets)
 	}
 	if *config != "" && *request != "" {
 		return req, fmt.Errorf("--config/--request cannot be combined with direct replay options: pass one of them")
