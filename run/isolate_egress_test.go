@@ -34,7 +34,11 @@ func TestIsolationEgress(t *testing.T) {
 		return l.Addr().String()
 	}
 	allowed, other := listen("127.0.0.1:0"), listen("127.0.0.2:0")
-	pol, err := egress.ParsePolicy(egress.PolicyAllowlist, []string{allowed})
+	tlsSrv := httptest.NewUnstartedServer(hello)
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	secure := tlsSrv.Listener.Addr().String()
+	pol, err := egress.ParsePolicy(egress.PolicyAllowlist, []string{allowed, secure})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,20 +46,23 @@ func TestIsolationEgress(t *testing.T) {
 	defer proxy.Close()
 	proxy.SetCall(egress.Call{Step: 1, CallID: "c1", Tool: "shell"})
 	r := newTestRunner(t, Options{Env: []string{"PATH=/usr/bin:/bin"}, Isolation: Isolation{Enabled: true, Egress: proxy}})
-	script := fmt.Sprintf(`echo "proxy=$HTTP_PROXY"; curl -s -m 5 http://%s/a; echo; curl -s -m 5 -o /dev/null -w '%%{http_code}\n' http://%s/b; curl -s -m 3 --noproxy '*' http://%s/c || echo bypass-failed; grep -c : /proc/net/dev`, allowed, other, allowed)
+	script := fmt.Sprintf(`echo "proxy=$HTTP_PROXY"; curl -s -m 5 http://%s/a; echo; curl -s -m 5 -o /dev/null -w '%%{http_code}\n' http://%s/b; curl -s -m 3 --noproxy '*' http://%s/c || echo bypass-failed; curl -sk -m 5 https://%s/d; echo; grep -c : /proc/net/dev`, allowed, other, allowed, secure)
 	res, err := r.Shell(context.Background(), ShellRequest{Command: script, Dir: "/"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := res.Stdout.String()
-	want := "proxy=" + egress.ProxyURL + "\nhello-egress\n403\nbypass-failed\n1\n"
+	want := "proxy=" + egress.ProxyURL + "\nhello-egress\n403\nbypass-failed\nhello-egress\n1\n"
 	if out != want {
 		t.Fatalf("tool output %q (stderr %q), want %q", out, res.Stderr.String(), want)
 	}
 	proxy.Close()
 	j := proxy.Journal()
-	if len(j) != 2 {
+	if len(j) != 3 {
 		t.Fatalf("journal %+v", j)
+	}
+	if c := j[2]; !c.Allowed || c.Kind != "connect" || c.BytesUp == 0 || c.BytesDown == 0 {
+		t.Errorf("HTTPS tunnel entry %+v", c)
 	}
 	if !j[0].Allowed || j[0].Host+":"+fmt.Sprint(j[0].Port) != allowed || j[0].BytesDown == 0 || j[0].Call == nil || j[0].Call.CallID != "c1" {
 		t.Errorf("allowed entry %+v", j[0])
