@@ -264,3 +264,37 @@ func TestRunOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestEgressInOverlay: behind --overlayfs-path the worker runs the proxy,
+// and its journal reaches the run's result.
+func TestEgressInOverlay(t *testing.T) {
+	requireEgress(t)
+	overlayAvailable(t)
+	srv := egressServer(t, "127.0.0.1:0")
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	req := &Request{Agent: "codex", Trajectory: codexRollout(t, dir, "curl -s -m 10 http://"+srv+"/"), AfterStep: 1, Mode: ReplayOnly,
+		RunID: "ov", StateRoot: filepath.Join(dir, "state"), OutputRoot: filepath.Join(dir, "out"),
+		Overlay:    OverlayConfig{Path: ws, Commit: "drop"},
+		Overlaynet: OverlaynetConfig{Mode: NetProxy, Policy: egress.PolicyAllowlist, Allow: []string{srv}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := Run(ctx, req)
+	if res.Failure != nil {
+		t.Fatalf("failure: %+v", res.Failure)
+	}
+	o := overlaynetOf(t, res)
+	if o.Summary.Allowed != 1 || len(o.Attempts) != 1 || o.Attempts[0].BytesDown == 0 {
+		t.Errorf("overlaynet %+v", o)
+	}
+	if d := freshOutputs(t, filepath.Join(dir, "out", "ov"))[0]; !strings.Contains(d, "+hello-from-test-server") {
+		t.Errorf("fresh output:\n%s", d)
+	}
+	saved, _ := os.ReadFile(filepath.Join(dir, "out", "ov", "result.json"))
+	if !strings.Contains(string(saved), `"mode_applied": "proxy"`) {
+		t.Errorf("result.json lacks the overlaynet metadata")
+	}
+}

@@ -79,3 +79,33 @@ func TestEgressNeedsIsolation(t *testing.T) {
 		t.Fatal("an egress proxy without isolation was accepted: tools would share the host network")
 	}
 }
+
+// TestIsolationEgressAttribution: a background process left by one call
+// that connects while the next call runs is still the first call's.
+func TestIsolationEgressAttribution(t *testing.T) {
+	requireIsolation(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	proxy := egress.New(egress.Policy{Name: egress.PolicyDeny}, egress.Options{})
+	defer proxy.Close()
+	r := newTestRunner(t, Options{Env: []string{"PATH=/usr/bin:/bin"}, Isolation: Isolation{Enabled: true, Egress: proxy}})
+	proxy.SetCall(egress.Call{Step: 1, CallID: "first"})
+	if _, err := r.Shell(context.Background(), ShellRequest{Command: "(sleep 0.5; curl -s -m 5 http://198.51.100.7/x) >/dev/null 2>&1 &", Dir: "/"}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.SetCall(egress.Call{Step: 2, CallID: "second"})
+	if _, err := r.Shell(context.Background(), ShellRequest{Command: "sleep 1.5; curl -s -m 5 http://198.51.100.8/y >/dev/null", Dir: "/"}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Close()
+	got := map[string]string{}
+	for _, e := range proxy.Journal() {
+		if e.Call != nil {
+			got[e.Host] = e.Call.CallID
+		}
+	}
+	if got["198.51.100.7"] != "first" || got["198.51.100.8"] != "second" {
+		t.Errorf("attribution %v, want the background curl on the first call", got)
+	}
+}
