@@ -300,3 +300,24 @@ func TestServeListenerRefusesNonLoopback(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// FuzzParsePattern: allowlist entries come from user config; no entry may
+// panic, and an accepted one must not cover more than it says: an entry
+// naming a port never matches another port.
+func FuzzParsePattern(f *testing.F) {
+	for _, s := range []string{"*", "a.com:443", "*.b.org", "10.0.0.0/8:22", "[::1]:80", "::1", "x:0", "[", "*.:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePattern(s)
+		if err != nil {
+			return
+		}
+		if p.Port != 0 && (p.matchName("a.com", p.Port%65535+1) || p.matchAddr(netip.MustParseAddr("10.0.0.1"), p.Port%65535+1)) {
+			t.Fatalf("%q (%+v) matches a port it does not name", s, p)
+		}
+		if p.Host != "" && !validHostName(p.Host) || p.Suffix != "" && !validHostName(p.Suffix) {
+			t.Fatalf("%q: invalid host kept: %+v", s, p)
+		}
+	})
+}
