@@ -21,7 +21,8 @@ import (
 )
 
 // codexRollout is a Codex rollout recorded in /rec/ws with one
-// exec_command step per command (recorded output: "recorded").
+// exec_command step per command (recorded output: "recorded"), run
+// without a login shell.
 func codexRollout(t *testing.T, dir string, cmds ...string) string {
 	t.Helper()
 	ts := `"timestamp":"2026-11-29T10:00:00.000Z"`
@@ -31,7 +32,9 @@ func codexRollout(t *testing.T, dir string, cmds ...string) string {
 		`{` + ts + `,"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fetch the pages"}]}}`,
 	}
 	for i, c := range cmds {
-		args, _ := json.Marshal(map[string]string{"cmd": c, "workdir": "/rec/ws"})
+		// No login shell and a long yield: a loaded machine (or a login
+		// shell waiting on pyenv's lock) must not end the call early.
+		args, _ := json.Marshal(map[string]any{"cmd": c, "workdir": "/rec/ws", "login": false, "yield_time_ms": 30000})
 		call, _ := json.Marshal(map[string]any{"timestamp": "2026-11-29T10:00:00.000Z", "type": "response_item",
 			"payload": map[string]any{"type": "function_call", "name": "exec_command", "arguments": string(args), "call_id": fmt.Sprintf("call_%d", i+1)}})
 		out, _ := json.Marshal(map[string]any{"timestamp": "2026-11-29T10:00:00.000Z", "type": "response_item",
