@@ -243,6 +243,10 @@ func (p *Proxy) handle(c net.Conn, call Call) {
 		req.Header.Del(h)
 	}
 	req.Header.Set("Connection", "close")
+	if _, ok := req.Header["User-Agent"]; !ok {
+		// Empty stops Write from adding Go's own: the server sees the tool's request.
+		req.Header.Set("User-Agent", "")
+	}
 	req.Close = true
 	req.RequestURI = ""
 	req.URL.Scheme, req.URL.Host = "", ""
