@@ -51,7 +51,11 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 		}
 		// auto with policy public: nothing to enforce but the recording,
 		// which needs the namespace; the result says it did not apply.
-		r.overlaynetMeta(NetOff, "auto: "+missing)
+		if netMode == NetAuto {
+			r.overlaynetMeta(NetOff, "auto: "+missing)
+		} else {
+			r.overlaynetMeta(NetOff, "")
+		}
 		meta["mechanisms"] = []string{}
 		if _, view, why := overlay.ToolView(); view {
 			missing += "; in the overlay of the whole tree they keep pvisor's binds of its state and output dirs, so writes there are real"
