@@ -301,3 +301,45 @@ func TestEgressInOverlay(t *testing.T) {
 		t.Errorf("result.json lacks the overlaynet metadata")
 	}
 }
+
+// TestEgressAutoWithoutNamespaces: where tools cannot get namespaces,
+// auto with policy public runs on the host network and says so; a policy
+// that would need enforcing is refused, never silently not applied.
+func TestEgressAutoWithoutNamespaces(t *testing.T) {
+	saved := noIsolation
+	noIsolation = true
+	defer func() { noIsolation = saved }()
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	traj := codexRollout(t, dir, "true")
+	for i, tc := range []struct {
+		net     OverlaynetConfig
+		failure string
+	}{
+		{OverlaynetConfig{Mode: NetAuto}, ""},
+		{OverlaynetConfig{Mode: NetAuto, Policy: egress.PolicyDeny}, "enforce"}, // not root: refused by Validate
+		{OverlaynetConfig{Mode: NetProxy}, "--overlaynet proxy"},
+	} {
+		req := &Request{Agent: "codex", Trajectory: traj, AfterStep: 1, Mode: ReplayOnly, Workspace: ws,
+			RunID: fmt.Sprintf("a%d", i), StateRoot: filepath.Join(dir, "state"), OutputRoot: filepath.Join(dir, "out"), Overlaynet: tc.net}
+		res := Run(context.Background(), req)
+		if tc.failure != "" {
+			if res.Failure == nil || !strings.Contains(res.Failure.Message, tc.failure) || result.ExitCode(res.Failure) != 2 {
+				t.Errorf("%+v: failure %+v, want %q (exit 2)", tc.net, res.Failure, tc.failure)
+			}
+			continue
+		}
+		if res.Failure != nil {
+			t.Fatalf("%+v: %+v", tc.net, res.Failure)
+		}
+		if o := overlaynetOf(t, res); o.Mode != NetAuto || o.ModeApplied != NetOff {
+			t.Errorf("auto without namespaces: %+v", o)
+		}
+		if m, _ := res.Metadata["overlaynet"].(map[string]any); !strings.HasPrefix(fmt.Sprint(m["reason"]), "auto: ") {
+			t.Errorf("no reason: %v", m)
+		}
+	}
+}
