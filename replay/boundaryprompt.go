@@ -7,6 +7,7 @@ import (
 
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/egress"
 )
 
 // Flag names of the boundary prompt, for the prompt package's messages.
@@ -116,6 +117,7 @@ func (r *run) expandBoundaryPrompt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.setEgressCall(egress.Call{Label: "boundary_user_prompt"})
 	exec, err := prompt.NewExecutor(prompt.ExecOptions{Env: r.toolEnv(), Isolation: iso, TempDir: r.stateDir})
 	if err != nil {
 		return fail(result.ExecutorError, "%s: %v", flagBoundaryPromptFile, err)

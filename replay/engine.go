@@ -19,6 +19,7 @@ import (
 	"github.com/pvisor/pvisor/bridge/recorded"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/run/egress"
 )
 
 func configErr(format string, args ...any) *Failure {
@@ -59,6 +60,10 @@ type run struct {
 	// cliPath is put first on the agent CLI's PATH: a node of the CLI's own
 	// (checkAgentCLI); "" for none.
 	cliPath string
+	// egress is the tools' egress proxy under --overlaynet proxy/auto
+	// (egress.go); egressDone once its summary is on the result.
+	egress     *egress.Proxy
+	egressDone bool
 }
 
 // Run executes a request and returns its result; it never returns nil. The
@@ -72,10 +77,12 @@ func Run(ctx context.Context, req *Request) *result.Result {
 	r.res.Agent.DisallowedTools = append(r.res.Agent.DisallowedTools, req.DisallowedTools...)
 	r.res.AfterStep = req.AfterStep
 	r.res.Metadata["boundary_user_prompt"] = r.boundaryPromptMetadata()
+	r.runOptionsMeta()
 	err := r.execute(ctx)
 	if err != nil {
 		r.finishFailure(err)
 	}
+	r.finishEgress()
 	if r.journal != nil {
 		r.journal.Close()
 	}
@@ -423,6 +430,7 @@ func finishedSinceStart(journal string) int {
 // writeOutputs copies the journal and writes result.json; failures here are
 // reported on the result but cannot change its category any more.
 func (r *run) writeOutputs() {
+	r.finishEgress()
 	if r.journal != nil {
 		dst := filepath.Join(r.outputDir, result.JournalFile)
 		if err := r.journal.CopyTo(dst); err == nil {

@@ -163,6 +163,7 @@ func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step
 	if err := r.journal.Append(result.EventToolStarted, map[string]any{"batch": step, "call_id": c.ID, "tool": c.Name}); err != nil {
 		return trajectory.Fresh{}, journalErr(err)
 	}
+	r.setEgressCall(egressCallOf(step, c.ID, c.Name))
 	callCtx := ctx
 	if ms := r.req.Run.TimeoutMS; ms > 0 {
 		var cancel context.CancelFunc

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -131,6 +130,11 @@ type RunConfig struct {
 	TimeoutMS  int
 	InheritEnv bool
 	PassEnv    []string
+	// Executor, Policy and Safe are pVisor's names: host and observe are
+	// what pvisor does; the rest is refused (runopts.go).
+	Executor string `json:",omitempty"`
+	Policy   string `json:",omitempty"`
+	Safe     bool   `json:",omitempty"`
 }
 
 // OverlayConfig is the [overlayfs] table.
@@ -140,10 +144,19 @@ type OverlayConfig struct {
 	Commit  string
 }
 
-// OverlaynetConfig is the [overlaynet] table.
+// OverlaynetConfig is the [overlaynet] table, with pVisor's names (see
+// egress.go for what each applies).
 type OverlaynetConfig struct {
-	Mode   string
+	// Mode: "off" (default; tools share the host network), "proxy" (a
+	// network namespace per call whose only way out is pvisor's egress
+	// proxy), "auto" (proxy where namespaces can be made; otherwise off,
+	// allowed only with policy public) or pvisor's own "deny" (only the
+	// namespace's loopback, no proxy).
+	Mode string
+	// Policy of the proxy: public (default), deny or allowlist.
 	Policy string
+	// Allow holds the allowlist's host[:port] patterns (egress.ParsePattern).
+	Allow []string `json:",omitempty"`
 }
 
 // Default roots, as the existing sandbox-playback tooling uses them.
@@ -175,15 +188,11 @@ func (r *Request) Validate() error {
 	if err := r.checkBoundaryPrompt(); err != nil {
 		return err
 	}
-	// Accepted for compatibility with existing configs, but not built yet:
-	// refusing beats silently running without them.
-	switch {
-	case r.Overlaynet.Mode != "" && r.Overlaynet.Mode != "off" && r.Overlaynet.Mode != "deny":
-		return configErr("[overlaynet] mode %q is not supported; use \"off\" (tools share the host network) or \"deny\" (tools see only their own loopback)", r.Overlaynet.Mode)
-	case r.Overlaynet.Policy != "":
-		return configErr("[overlaynet] policy is not supported yet (no allowlist proxy); remove it, and use mode = \"deny\" or \"off\"")
-	case r.Overlaynet.Mode == "deny" && os.Geteuid() != 0:
-		return configErr("[overlaynet] mode = \"deny\" needs root: tools get a network namespace of their own; run as root or use mode = \"off\"")
+	if err := r.Run.checkRunOptions(); err != nil {
+		return err
+	}
+	if err := r.Overlaynet.check(); err != nil {
+		return err
 	}
 	if r.Upstream != "" && r.Upstream != UpstreamRecorded {
 		if _, err := bridge.ParseProtocol(r.Upstream); err != nil {

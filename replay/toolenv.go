@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pvisor/pvisor/overlay"
+	"github.com/pvisor/pvisor/result"
 	toolrun "github.com/pvisor/pvisor/run"
 )
 
@@ -25,7 +26,8 @@ var noIsolation bool
 // allows namespaces; without them tools run as before and the result says
 // so, unless [overlaynet] mode = "deny" asked for what cannot be given.
 func (r *run) isolation() (toolrun.Isolation, error) {
-	iso := toolrun.Isolation{Enabled: os.Geteuid() == 0 && !noIsolation, DataLimit: DefaultToolDataLimit, NoNetwork: r.req.Overlaynet.Mode == "deny"}
+	netMode, netPolicy := r.req.Overlaynet.effective()
+	iso := toolrun.Isolation{Enabled: os.Geteuid() == 0 && !noIsolation, DataLimit: DefaultToolDataLimit, NoNetwork: netMode == NetDeny}
 	missing := "pvisor does not run as root: tools share pvisor's PID namespace and /proc (run as root for isolation)"
 	if iso.Enabled {
 		if err := iso.Probe(); err != nil {
@@ -41,6 +43,19 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 		if iso.NoNetwork {
 			return iso, configErr("[overlaynet] mode = \"deny\" cannot be honoured: %s", missing)
 		}
+		switch {
+		case netMode == NetProxy:
+			return iso, configErr("--overlaynet proxy cannot be honoured: %s (run where namespaces are allowed, or use --overlaynet off)", missing)
+		case netMode == NetAuto && netPolicy != "public":
+			return iso, configErr("--overlaynet auto with --overlaynet-policy %s cannot be enforced: %s (run where namespaces are allowed)", netPolicy, missing)
+		}
+		// auto with policy public: nothing to enforce but the recording,
+		// which needs the namespace; the result says it did not apply.
+		if netMode == NetAuto {
+			r.overlaynetMeta(NetOff, "auto: "+missing)
+		} else {
+			r.overlaynetMeta(NetOff, "")
+		}
 		meta["mechanisms"] = []string{}
 		if _, view, why := overlay.ToolView(); view {
 			missing += "; in the overlay of the whole tree they keep pvisor's binds of its state and output dirs, so writes there are real"
@@ -51,6 +66,26 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 		meta["data_limit_bytes"] = 0 // applied by the isolated init only
 		meta["network"] = "host"
 		return toolrun.Isolation{}, nil
+	}
+	if netMode == NetProxy || netMode == NetAuto {
+		p, err := r.egressProxy(netPolicy)
+		if err != nil {
+			return iso, err
+		}
+		probe := iso
+		probe.Egress = p
+		if err := probe.Probe(); err != nil {
+			// Root, yet the relay cannot listen in a fresh namespace: never
+			// fall back to the host network when a proxy was asked for.
+			return iso, fail(result.ExecutorError, "--overlaynet %s: the egress relay could not start: %v", netMode, err)
+		}
+		iso.Egress = p
+		meta["network"] = "egress-proxy"
+		r.overlaynetMeta(NetProxy, "")
+	} else if netMode == NetDeny {
+		r.overlaynetMeta(NetDeny, "")
+	} else {
+		r.overlaynetMeta(NetOff, "")
 	}
 	memory := r.memoryLimit(&iso, meta)
 	mechs := []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", memory, "group-killed-with-init"}

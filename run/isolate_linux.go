@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pvisor/pvisor/overlay"
+	"github.com/pvisor/pvisor/run/egress"
 )
 
 // Isolation keeps a replayed tool away from pvisor: a trajectory is
@@ -36,6 +37,12 @@ type Isolation struct {
 	// NoNetwork gives the tools a network namespace of their own with only
 	// loopback, up.
 	NoNetwork bool
+	// Egress, with NoNetwork, is the tools' only way out of their network
+	// namespace: each init listens on egress.NamespaceAddr inside it and
+	// hands every connection to this proxy (egress.Relay), and the tools'
+	// HTTP_PROXY/HTTPS_PROXY point there. Connections are attributed to the
+	// call current when the process was started.
+	Egress *egress.Proxy
 	// Memory, when set, is the run's memory cgroup: each call's init joins
 	// it before starting the tool, and a tool the OOM killer ends gets a
 	// line on its stderr that says so. DataLimit is then usually 0.
@@ -48,6 +55,9 @@ const shimArg0 = "pvisor-tool-init"
 
 // shimStatusFD is the pipe on which the init reports the tool's exit.
 const shimStatusFD = 3
+
+// shimEgressFD is the init's end of the egress proxy's socketpair.
+const shimEgressFD = 4
 
 // exitShimSetup is the init's status when it could not start the tool.
 const exitShimSetup = 126
@@ -72,7 +82,7 @@ func init() {
 }
 
 // shimMain is PID 1 of one tool call's namespaces and never returns.
-// Args: pvisor-tool-init <data-limit> <net:0|1> <shared> <cgroup>
+// Args: pvisor-tool-init <data-limit> <net:0|1|egress> <shared> <cgroup>
 // <memory-limit> -- <path> <argv0> <args…>; shared is the JSON list of the
 // overlay worker's own binds to detach (overlay.ToolView), cgroup the run's
 // MemoryCgroup directory or "".
@@ -124,8 +134,18 @@ func shim(args []string) int {
 	if err := json.Unmarshal([]byte(args[2]), &shared); err != nil {
 		return fail("bad shared dirs %q", args[2])
 	}
-	if err := shimSetup(args[1] == "1", shared, memory != nil); err != nil {
+	egressOn := args[1] == "egress"
+	if err := shimSetup(args[1] == "1" || egressOn, shared, memory != nil); err != nil {
 		return fail("%v", err)
+	}
+	env := os.Environ()
+	if egressOn {
+		// Listening before the tool starts: nothing in the namespace can
+		// take the port first, and there is no other way out.
+		if err := egress.Relay(os.NewFile(shimEgressFD, "egress")); err != nil {
+			return fail("%v", err)
+		}
+		env = withProxyEnv(env)
 	}
 	// Handled, not ignored: ignored signals would stay ignored in the tool.
 	// The Runner signals the whole group, so the tool gets them directly.
@@ -136,7 +156,7 @@ func shim(args []string) int {
 		}
 	}()
 	limit, _ := strconv.ParseUint(args[0], 10, 64)
-	cmd := &exec.Cmd{Path: args[6], Args: args[7:], Env: os.Environ(), Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: args[6], Args: args[7:], Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if limit > 0 {
 		// The tool stops right after its execve, before running any of its
 		// own code, so the limit binds its image but never this init's Go
@@ -226,6 +246,25 @@ func shimSetup(noNet bool, shared []string, hideCgroups bool) error {
 		}
 	}
 	return dropPrivileges()
+}
+
+// withProxyEnv points every usual proxy variable at the relay, replacing
+// the tool's own: a proxy named elsewhere would be unreachable anyway.
+// NO_PROXY stays: hosts it names are tried directly and find nothing
+// outside the namespace's own loopback.
+func withProxyEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		switch name, _, _ := strings.Cut(kv, "="); name {
+		case "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy":
+			continue
+		}
+		out = append(out, kv)
+	}
+	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
+		out = append(out, name+"="+egress.ProxyURL)
+	}
+	return out
 }
 
 // limitStopped sets the data limit of a tool stopped at its first
@@ -352,13 +391,24 @@ func (iso Isolation) Probe() error {
 	return nil
 }
 
-// shimCmd turns cmd (resolved Path, Args) into a start of the init.
-func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
+// shimCmd turns cmd (resolved Path, Args) into a start of the init. With
+// Egress it also returns the init's end of the proxy's socketpair (for
+// the caller to close once the init started) and the proxy's start
+// callback.
+func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) (egressEnd *os.File, started func(bool), err error) {
 	net := "0"
 	flags := uintptr(unix.CLONE_NEWPID | unix.CLONE_NEWNS)
-	if iso.NoNetwork {
+	if iso.NoNetwork || iso.Egress != nil {
 		net = "1"
 		flags |= unix.CLONE_NEWNET
+	}
+	cmd.ExtraFiles = []*os.File{status}
+	if iso.Egress != nil {
+		if egressEnd, started, err = iso.Egress.Attach(); err != nil {
+			return nil, nil, err
+		}
+		net = "egress"
+		cmd.ExtraFiles = append(cmd.ExtraFiles, egressEnd)
 	}
 	// The overlay worker's view of the whole tree is inherited; only its
 	// own binds go, once per call.
@@ -373,7 +423,6 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
 	}
 	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, string(sharedArg), cg, memLimit, "--", cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = "/proc/self/exe", args
-	cmd.ExtraFiles = []*os.File{status}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -385,6 +434,7 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) {
 	// The init dies with pvisor, even on SIGKILL, and takes the namespace
 	// with it.
 	cmd.SysProcAttr.Pdeathsig = unix.SIGKILL
+	return egressEnd, started, nil
 }
 
 // shimStatus is the init's report of the tool's exit.

@@ -149,6 +149,7 @@ func startProc(spec procSpec) (*proc, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	}
 	var status *bufio.Reader
+	var egressStarted func(bool)
 	if spec.iso.Enabled {
 		sr, sw, err := os.Pipe()
 		if err != nil {
@@ -160,14 +161,27 @@ func startProc(spec procSpec) (*proc, error) {
 				sr.Close()
 			}
 		}()
-		spec.iso.shimCmd(cmd, sw)
+		end, started, err := spec.iso.shimCmd(cmd, sw)
+		if err != nil {
+			return fail(err)
+		}
+		if end != nil {
+			childEnds = append(childEnds, end)
+			egressStarted = started
+		}
 		status = bufio.NewReader(sr)
 		p.statusFile = sr
 	}
 	p.start = time.Now()
 	if err := cmd.Start(); err != nil {
 		status = nil
+		if egressStarted != nil {
+			egressStarted(false)
+		}
 		return fail(err)
+	}
+	if egressStarted != nil {
+		egressStarted(true)
 	}
 	closeAll(childEnds)
 	childEnds = nil

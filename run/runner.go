@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -60,6 +61,10 @@ type Runner struct {
 
 // NewRunner creates a Runner and its private temp directory.
 func NewRunner(opts Options) (*Runner, error) {
+	if opts.Isolation.Egress != nil && !opts.Isolation.Enabled {
+		// Without the init's namespaces the proxy would be advisory only.
+		return nil, newErr("runner", "", InvalidArgument, errors.New("an egress proxy needs tool isolation (a network namespace per call)"))
+	}
 	if len(opts.Shell) == 0 {
 		opts.Shell = []string{"/bin/bash", "-c"}
 	}

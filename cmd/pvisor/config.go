@@ -52,12 +52,17 @@ type replayTable struct {
 	DisableThinking        bool              `toml:"disable_thinking"`
 	Upstream               string            `toml:"upstream"`
 	UpstreamModel          string            `toml:"upstream_model"`
+	// TrajectoryAssets is pVisor's; refused (assetsRefused).
+	TrajectoryAssets *string `toml:"trajectory_assets"`
 }
 
 type runTable struct {
 	TimeoutMS  int      `toml:"timeout_ms"`
 	InheritEnv bool     `toml:"inherit_env"`
 	PassEnv    []string `toml:"pass_env"`
+	Safe       bool     `toml:"safe"`
+	Executor   string   `toml:"executor"`
+	Policy     string   `toml:"policy"`
 }
 
 type overlayfsTable struct {
@@ -67,8 +72,9 @@ type overlayfsTable struct {
 }
 
 type overlaynetTable struct {
-	Mode   string `toml:"mode"`
-	Policy string `toml:"policy"`
+	Mode   string   `toml:"mode"`
+	Policy string   `toml:"policy"`
+	Allow  []string `toml:"allow"`
 }
 
 // loadReplayConfig reads a TOML request. Relative paths in it are relative
@@ -102,6 +108,9 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 	if r.PrepareOnly && r.ReplayOnly {
 		return req, fmt.Errorf("%s: prepare_only and replay_only are mutually exclusive", path)
 	}
+	if r.TrajectoryAssets != nil {
+		return req, fmt.Errorf("%s: %w", path, assetsRefused("[replay] trajectory_assets"))
+	}
 	rel := relativeTo(filepath.Dir(path))
 	*req = replay.Request{
 		Agent: r.Agent, Trajectory: rel(r.Trajectory), Instance: r.Instance, AfterStep: r.AfterStep,
@@ -124,7 +133,7 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 		req.Mode = replay.ReplayOnly
 	}
 	if c := cfg.Run; c != nil {
-		req.Run = replay.RunConfig{TimeoutMS: c.TimeoutMS, InheritEnv: c.InheritEnv, PassEnv: c.PassEnv}
+		req.Run = replay.RunConfig{TimeoutMS: c.TimeoutMS, InheritEnv: c.InheritEnv, PassEnv: c.PassEnv, Safe: c.Safe, Executor: c.Executor, Policy: c.Policy}
 	}
 	if c := cfg.Overlayfs; c != nil {
 		req.Overlay = replay.OverlayConfig{Path: rel(c.Path), Commit: c.Commit}
@@ -133,9 +142,16 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 		}
 	}
 	if c := cfg.Overlaynet; c != nil {
-		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy}
+		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy, Allow: c.Allow}
 	}
 	return req, nil
+}
+
+// assetsRefused: pVisor inlines a SWE-agent problem statement from the
+// assets dir; pvisor only inspects and prepares SWE-agent sessions, so
+// the option would do nothing, and is refused rather than ignored.
+func assetsRefused(what string) error {
+	return fmt.Errorf("%s is not built in pvisor: it holds SWE-agent problem files, and SWE-agent sessions are inspected and prepared only here (their replay is refused); remove it", what)
 }
 
 // relativeTo resolves relative paths of a config against its directory, so

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -51,6 +52,30 @@ func flagError(fs *pflag.FlagSet, err error) error {
 		return fmt.Errorf("%w; did you mean --%s?", err, s)
 	}
 	return err
+}
+
+// overlaynetModes are the values --overlaynet takes as a separate word.
+var overlaynetModes = []string{"auto", "off", "proxy", "deny"}
+
+// optionalValue joins "--flag value" into "--flag=value" when value is one
+// of values: a flag whose value is optional (pVisor's `--overlaynet
+// [auto|off|proxy]`, proxy when alone) would otherwise leave the value as
+// a stray argument. Nothing after "--" is touched.
+func optionalValue(args []string, flag string, values []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if a == flag && i+1 < len(args) && slices.Contains(values, args[i+1]) {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // agentHint is "; did you mean X?" for a mistyped agent name, or "".

@@ -28,7 +28,7 @@ Usage:
     pvisor capture --agent A --session ID [--home DIR] [--store DIR]
     pvisor resume|fork --agent A (--session ID [--home DIR] | --bundle DIR) --workspace DIR --prompt TEXT
     pvisor fake-model --script FILE [--addr 127.0.0.1:PORT]
-    pvisor version
+    pvisor version (or --version, -V)
 
 Agents: {agents}.
 
@@ -93,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdNetns(args[1:], stdout, stderr)
 	case replay.ChildCommand:
 		return cmdReplayChild(stdout, stderr)
-	case "version", "--version":
+	case "version", "--version", "-V":
 		fmt.Fprintln(stdout, "pvisor", version)
 		return 0
 	case "help", "-h", "--help":

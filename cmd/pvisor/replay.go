@@ -57,6 +57,20 @@ in the workspace like a replayed tool, all at once, just before the agent
 starts. A missing value is exit 2, a failing command exit 30. Only the
 prompt's length and sha256 and the commands' exit codes are recorded.
 
+Egress policy (as root): --overlaynet proxy puts each replayed tool in a
+network namespace whose only way out is pvisor's HTTP/HTTPS CONNECT proxy
+(HTTP_PROXY/HTTPS_PROXY point at 127.0.0.1:3128 inside it), which applies
+--overlaynet-policy: public (public addresses only; the host's own and
+private ones are denied), deny (everything), or allowlist (only
+--overlaynet-allow host[:port], *.suffix, IP or CIDR entries). Every
+connection attempt is journaled (host, port, bytes each way, allowed or
+denied, which call) in metadata.overlaynet and logs/egress.jsonl; never a
+header, path or body. --overlaynet auto is proxy where namespaces can be
+made; --overlaynet off (default) shares the host network; deny gives tools
+only their own loopback.
+    $ pvisor replay ... --overlaynet proxy --overlaynet-policy allowlist \
+          --overlaynet-allow pypi.org:443 --overlaynet-allow '*.pythonhosted.org:443'
+
 Exit codes: 0 ok, 2 configuration, 10 trajectory, 11 unsupported agent or
 version, 20 workspace, 30 executor (a replayed tool or a prompt command),
 31 ambiguous execution, 40 continuation or model, 50 internal.
@@ -65,6 +79,11 @@ Flags:
 `
 
 func cmdReplay(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 1 && (args[0] == "-V" || args[0] == "--version") {
+		// pVisor's replay executable answers its own -V.
+		fmt.Fprintln(stdout, "pvisor", version)
+		return 0
+	}
 	var summary summaryMode
 	req, err := parseReplayArgs(args, stdout, &summary)
 	if err == pflag.ErrHelp {
@@ -173,16 +192,24 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
 	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
+	assets := fs.String("trajectory-assets", "", "SWE-agent problem files `dir`: refused (SWE-agent sessions are inspected and prepared only)")
+	fs.StringVar(&req.Run.Executor, "executor", "", "where tools run: `host` (the default; pVisor's container and vm are refused: not built)")
+	fs.StringVar(&req.Run.Policy, "policy", "", "file `policy`: observe (the default: writes outside the workspace recorded); enforce is refused (not built)")
+	fs.BoolVar(&req.Run.Safe, "safe", false, "pVisor's safe preset: refused (it needs --policy enforce, not built); see Egress policy for what composes")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")
 	fs.StringArrayVar(&req.Overlay.Compose, "overlayfs-compose", nil, "extra read-only lower `dir` (repeatable)")
 	fs.StringVar(&req.Overlay.Commit, "overlayfs-commit", "", "what to do with overlay changes: manual, apply or drop")
+	fs.StringVar(&req.Overlaynet.Mode, "overlaynet", "", "tools' network: `mode` auto, off or proxy (alone: proxy; pVisor's), or deny (only their own loopback); see Egress policy")
+	fs.Lookup("overlaynet").NoOptDefVal = replay.NetProxy
+	fs.StringVar(&req.Overlaynet.Policy, "overlaynet-policy", "", "egress proxy `policy`: public (default; public addresses, recorded), deny, or allowlist")
+	fs.StringArrayVar(&req.Overlaynet.Allow, "overlaynet-allow", nil, "allowlist `pattern` host[:port], *.suffix, IP or CIDR (repeatable; needs --overlaynet-policy allowlist)")
 	quiet := fs.BoolP("quiet", "q", false, "no progress lines and no summary on stderr (by default: one live line on a terminal, plain lines otherwise)")
 	fs.BoolVar(&summary.forced, "summary", false, "end with a short summary for people on stderr (default: when stderr is a terminal)")
 	help := fs.BoolP("help", "h", false, "show this help")
 
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(optionalValue(args, "--overlaynet", overlaynetModes)); err != nil {
 		return req, fmt.Errorf("%v (see 'pvisor replay --help')", flagError(fs, err))
 	}
 	req.Progress = progressAuto
@@ -196,6 +223,9 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	}
 	if fs.NArg() > 0 {
 		return req, fmt.Errorf("unexpected argument %q (flags only; see 'pvisor replay --help')", fs.Arg(0))
+	}
+	if fs.Changed("trajectory-assets") {
+		return req, assetsRefused("--trajectory-assets " + *assets)
 	}
 	if *config != "" && *request != "" {
 		return req, fmt.Errorf("--config/--request cannot be combined with direct replay options: pass one of them")

@@ -81,6 +81,9 @@ def replay(*, agent: Optional[str] = None, trajectory: Optional[PathLike] = None
            upstream_model: Optional[str] = None, timeout_ms: Optional[int] = None, inherit_env: bool = False,
            pass_env: Optional[Sequence[str]] = None, overlayfs_path: Optional[PathLike] = None,
            overlayfs_compose: Optional[Sequence[PathLike]] = None, overlayfs_commit: Optional[str] = None,
+           overlaynet: Optional[str] = None, overlaynet_policy: Optional[str] = None,
+           overlaynet_allow: Optional[Sequence[str]] = None, executor: Optional[str] = None,
+           policy: Optional[str] = None,
            config: Optional[PathLike] = None, request: Optional[PathLike] = None,
            env: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None) -> Result:
     """Replays a native session after step ``after_step`` (``pvisor replay``).
@@ -90,7 +93,9 @@ def replay(*, agent: Optional[str] = None, trajectory: Optional[PathLike] = None
     model request; otherwise the real agent CLI continues through the bridge
     to ``upstream`` (``"recorded"`` plays the session's own next actions).
     ``config`` (TOML) or ``request`` (JSON) replace every other flag.
-    ``agent_disallowed_tools`` is ``--agent-disallowed-tool`` repeated.
+    ``agent_disallowed_tools`` is ``--agent-disallowed-tool`` repeated,
+    ``overlaynet_allow`` ``--overlaynet-allow`` (``overlaynet="proxy"``,
+    ``overlaynet_policy="allowlist"``: see the README's Egress policy).
 
     Returns:
         the run's Result.
