@@ -34,8 +34,6 @@ type (
 // the registry (trajectory/agents) has the others. A variable so engine
 // tests can add one.
 var launchers = map[string]Launcher{
-	"codex":          codexLauncher{},
-	"claude-code":    claudeLauncher{},
 	"opencode":       opencodeLauncher{},
 	"mini-swe-agent": miniLauncher{},
 	"openhands":      openhandsLauncher{},
@@ -160,3 +158,6 @@ func redirectsTraffic(name string) bool {
 }
 
 func envValue(env []string, name string) string { return launch.EnvValue(env, name) }
+
+// setString is launch.SetString for the collectors still in this package.
+func setString(line []byte, path, value string) []byte { return launch.SetString(line, path, value) }

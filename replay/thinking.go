@@ -27,20 +27,8 @@ func (r *run) disableThinking(agent string, proto bridge.Protocol) (launch.Think
 	return launch.ThinkingOff{Effect: "none: pVisor maps --disable-thinking to nothing for " + agent}, nil
 }
 
-// Body fields pVisor's bridge adds for --disable-thinking.
-var (
-	noThinkingKwargs = json.RawMessage(`{"enable_thinking":false}`)
-	noReasoning      = json.RawMessage(`"none"`)
-)
-
-// DisableThinking: claude-code through an OpenAI-compatible upstream only.
-func (claudeLauncher) DisableThinking(proto bridge.Protocol, _ []string) (launch.ThinkingOff, error) {
-	if proto != bridge.Chat {
-		return launch.ThinkingOff{}, configErr("--disable-thinking for claude-code is defined for an OpenAI-compatible upstream (chat_template_kwargs, reasoning_effort), as pVisor's bridge does; use --upstream openai-chat, or drop the flag for %s", proto)
-	}
-	return launch.ThinkingOff{Effect: "chat_template_kwargs.enable_thinking=false, reasoning_effort=none",
-		Fields: map[string]json.RawMessage{"chat_template_kwargs": noThinkingKwargs, "reasoning_effort": noReasoning}}, nil
-}
+// The body field pVisor's bridge adds for --disable-thinking.
+var noThinkingKwargs = json.RawMessage(`{"enable_thinking":false}`)
 
 // DisableThinking: OpenCode's chat_template_kwargs. pVisor also omits
 // --thinking, which the launcher never passes.
