@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +117,7 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	args := continuationArgs(r.req)
+	args := continuationArgs(r.req, l)
 	c := &Continuation{Trajectory: r.plan.Trajectory, AfterStep: r.req.AfterStep, Source: r.req.Trajectory, Workspace: ws,
 		Paths: relocate.Paths{From: r.plan.Trajectory.Cwd, To: ws}, Version: version, AgentArgs: args,
 		Entrypoint: entry, Env: env, StateRoot: filepath.Dir(r.stateDir)}
@@ -137,13 +136,13 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	return nil
 }
 
-// continuationArgs are the native arguments the request adds to the CLI:
-// --agent-arg values, then --disallowedTools as pVisor passes
-// --agent-disallowed-tool.
-func continuationArgs(req *Request) []string {
+// continuationArgs are the native arguments the request adds to the CLI
+// of l: --agent-arg values, then how l denies the --agent-disallowed-tool
+// tools (the request was refused for a launcher that cannot).
+func continuationArgs(req *Request, l Launcher) []string {
 	args := slices.Clone(req.AgentArgs)
-	if len(req.DisallowedTools) > 0 {
-		args = append(args, "--disallowedTools", strings.Join(req.DisallowedTools, ","))
+	if d, ok := l.(launch.ToolDenier); ok && len(req.DisallowedTools) > 0 {
+		args = append(args, d.DenyTools(req.DisallowedTools)...)
 	}
 	return args
 }

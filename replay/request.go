@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
@@ -88,8 +89,8 @@ type Request struct {
 	AgentRuntime string `json:",omitempty"`
 	// AgentArgs are extra native arguments for the agent CLI.
 	AgentArgs []string
-	// DisallowedTools are Claude Code tools the continued agent may not
-	// use (--disallowedTools), as pVisor's agent.disallowed_tools.
+	// DisallowedTools are tools the continued agent may not use (its
+	// launcher's launch.ToolDenier), as pVisor's agent.disallowed_tools.
 	DisallowedTools []string `json:",omitempty"`
 	// AllowUntestedVersion runs a CLI outside the tested range (degraded).
 	AllowUntestedVersion bool
@@ -224,13 +225,20 @@ func fail(category, format string, args ...any) *Failure {
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // checkDisallowedTools validates --agent-disallowed-tool as pVisor does:
-// claude-code only, names of letters, digits, '_' and '-', no duplicates.
+// agents whose launcher can deny tools only (claude-code), names of
+// letters, digits, '_' and '-', no duplicates.
 func (r *Request) checkDisallowedTools() error {
 	if len(r.DisallowedTools) == 0 {
 		return nil
 	}
-	if r.Agent != "claude-code" {
-		return configErr("--agent-disallowed-tool: disallowed_tools is supported only for claude-code")
+	if _, ok := toolDenier(r.Agent); !ok {
+		var deniers []string
+		for _, a := range agents.Names() {
+			if _, ok := toolDenier(a); ok {
+				deniers = append(deniers, a)
+			}
+		}
+		return configErr("--agent-disallowed-tool: disallowed_tools is supported only for %s", strings.Join(deniers, ", "))
 	}
 	seen := map[string]bool{}
 	for _, t := range r.DisallowedTools {
@@ -243,4 +251,11 @@ func (r *Request) checkDisallowedTools() error {
 		seen[t] = true
 	}
 	return nil
+}
+
+// toolDenier is agent's launcher when its CLI can be denied tools.
+func toolDenier(agent string) (launch.ToolDenier, bool) {
+	l, _ := launcherOf(agent)
+	d, ok := l.(launch.ToolDenier)
+	return d, ok
 }

@@ -64,11 +64,12 @@ func TestDisableThinking(t *testing.T) {
 }
 
 func TestContinuationArgs(t *testing.T) {
-	got := continuationArgs(&Request{AgentArgs: []string{"--model", "opus"}, DisallowedTools: []string{"WebFetch", "Task"}})
+	claude, _ := launcherOf("claude-code")
+	got := continuationArgs(&Request{AgentArgs: []string{"--model", "opus"}, DisallowedTools: []string{"WebFetch", "Task"}}, claude)
 	if d := cmp.Diff([]string{"--model", "opus", "--disallowedTools", "WebFetch,Task"}, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	if got := continuationArgs(&Request{}); len(got) != 0 {
+	if got := continuationArgs(&Request{}, claude); len(got) != 0 {
 		t.Errorf("no flags: %v", got)
 	}
 }

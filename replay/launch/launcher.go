@@ -81,6 +81,14 @@ type ThinkingDisabler interface {
 	DisableThinking(proto bridge.Protocol, agentArgs []string) (ThinkingOff, error)
 }
 
+// ToolDenier is implemented by launchers whose CLI can be told not to offer
+// some of its tools (pVisor's --agent-disallowed-tool, Claude Code's
+// --disallowedTools): the native arguments that deny the named tools, added
+// after --agent-arg's. Agents without it refuse the flag.
+type ToolDenier interface {
+	DenyTools(names []string) []string
+}
+
 // ThinkingOff is how --disable-thinking applies to one continuation: body
 // fields the bridge adds to every forwarded request, native arguments for
 // the CLI, and what to record.

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/launch"
@@ -19,6 +20,11 @@ func Agent() launch.Agent {
 		Resume:    &resume,
 		Native:    launch.NativeLayout{Label: "claude-code", Names: [3]string{"prepared-prefix", "reconstructed-prefix", "continued-session"}},
 	}
+}
+
+// DenyTools is pVisor's --agent-disallowed-tool for Claude Code.
+func (launcher) DenyTools(names []string) []string {
+	return []string{"--disallowedTools", strings.Join(names, ",")}
 }
 
 // DisableThinking is pVisor's --disable-thinking for Claude Code, defined
