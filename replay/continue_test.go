@@ -25,16 +25,10 @@ import (
 // staging tests use.
 func synthRollout(t *testing.T, dir string) string {
 	t.Helper()
-	name := "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl"
-	data, err := os.ReadFile(filepath.Join("..", "trajectory", "codex", "testdata", "stage", name))
-	if err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "trajectory", "codex", "testdata", "stage"))); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return filepath.Join(dir, "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl")
 }
 
 type contFixture struct {

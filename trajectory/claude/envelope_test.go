@@ -34,9 +34,14 @@ type claudeFixture struct {
 	first, next string
 }
 
-func loadClaude(t testing.TB, step int) claudeFixture {
+// recordedCut is the recorded session (claudeSessionDir) decoded, and its
+// prefix rebuilt after step.
+func recordedCut(t testing.TB, step int) (string, *trajectory.Trajectory, []byte) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(claudeSessionDir, "*-*-*-*-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("%s holds %d sessions", claudeSessionDir, len(files))
+	}
 	data, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +54,13 @@ func loadClaude(t testing.TB, step int) claudeFixture {
 	if err := New().WritePrefix(&cut, bytes.NewReader(data), int64(len(data)), tr, step); err != nil {
 		t.Fatal(err)
 	}
-	proj, err := Project(&cut)
+	return files[0], tr, cut.Bytes()
+}
+
+func loadClaude(t testing.TB, step int) claudeFixture {
+	t.Helper()
+	_, tr, cut := recordedCut(t, step)
+	proj, err := Project(bytes.NewReader(cut))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,25 +23,9 @@ const testNonce = "__PVISOR_NATIVE_REPLAY_00112233445566778899aabbccddeeff__"
 // after step, rebuilt and ready to stage.
 func continuation(t *testing.T, step int) *launch.Continuation {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(claudeSessionDir, "*-*-*-*-*.jsonl"))
-	if len(files) != 1 {
-		t.Fatalf("%s holds %d sessions", claudeSessionDir, len(files))
-	}
-	session := files[0]
-	data, err := os.ReadFile(session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := New().Decode(bytes.NewReader(data), trajectory.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prefix bytes.Buffer
-	if err := New().WritePrefix(&prefix, bytes.NewReader(data), int64(len(data)), tr, step); err != nil {
-		t.Fatal(err)
-	}
+	session, tr, prefix := recordedCut(t, step)
 	dir := t.TempDir()
-	return &launch.Continuation{Trajectory: tr, AfterStep: step, Source: session, Rebuilt: prefix.Bytes(),
+	return &launch.Continuation{Trajectory: tr, AfterStep: step, Source: session, Rebuilt: prefix,
 		Workspace: filepath.Join(dir, "ws"), Home: filepath.Join(dir, "home"),
 		Paths:    relocate.Paths{From: tr.Cwd, To: filepath.Join(dir, "ws")},
 		Envelope: envelope.Options{Nonce: testNonce, MaxLiveTurns: 3}}

@@ -165,14 +165,16 @@ func TestCodexStageHomeInsideCwd(t *testing.T) {
 // (three one-call steps, then a final answer) into dir.
 func stageRollout(t *testing.T, dir string) string {
 	t.Helper()
-	name := "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl"
-	data, err := os.ReadFile(filepath.Join("testdata", "stage", name))
+	src, err := os.ReadFile(filepath.Join("testdata", "stage", stagedName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	dst := filepath.Join(dir, stagedName)
+	if err := os.WriteFile(dst, src, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return dst
 }
+
+// stagedName is testdata/stage's rollout, named as Codex names it.
+const stagedName = "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl"
