@@ -63,7 +63,9 @@
 //
 // Another Upstream (the recorded upstream that plays the original trajectory,
 // package bridge/recorded) implements the same two methods and returns an
-// *http.Response to relay. The per-agent Conversations live in bridge/envelope.
+// *http.Response to relay. The per-agent Conversations live in each agent's
+// folder (trajectory/<agent>/envelope.go), built from bridge/envelope's
+// shared machinery.
 //
 // # Secrets
 //

@@ -138,13 +138,13 @@ func (r *run) prepareContinue(ctx context.Context) error {
 	return nil
 }
 
-// continuationArgs are the native arguments the request adds to the CLI:
-// --agent-arg values, then the launcher's form of --agent-disallowed-tool
-// (Validate refused it for a launcher that has none).
+// continuationArgs are the native arguments the request adds to the CLI
+// of l: --agent-arg values, then how l denies the --agent-disallowed-tool
+// tools (the request was refused for a launcher that cannot).
 func continuationArgs(req *Request, l Launcher) []string {
 	args := slices.Clone(req.AgentArgs)
-	if d, ok := l.(launch.ToolDisallower); ok && len(req.DisallowedTools) > 0 {
-		args = append(args, d.DisallowedToolsArgs(req.DisallowedTools)...)
+	if d, ok := l.(launch.ToolDenier); ok && len(req.DisallowedTools) > 0 {
+		args = append(args, d.DenyTools(req.DisallowedTools)...)
 	}
 	return args
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"io/fs"
 	"net/http"
@@ -22,30 +21,15 @@ import (
 	"github.com/pvisor/pvisor/result"
 )
 
-// synthRollout is a small Codex rollout recorded in /rec/ws: three one-call
-// steps, then a final answer.
+// synthRollout copies a small Codex rollout recorded in /rec/ws into dir:
+// three one-call steps, then a final answer. It is the one codex's own
+// staging tests use.
 func synthRollout(t *testing.T, dir string) string {
 	t.Helper()
-	ts := `"timestamp":"2026-11-29T10:00:00.000Z"`
-	lines := []string{
-		`{` + ts + `,"type":"session_meta","payload":{"id":"01a20000-0000-7000-8000-000000000001","timestamp":"2026-11-29T10:00:00.000Z","cwd":"/rec/ws","originator":"codex_exec","cli_version":"0.171.0","source":"exec","model_provider":"openai","base_instructions":{"text":"You are Codex."}}}`,
-		`{` + ts + `,"type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"<skills_instructions>\n- ` + "`r0` = `/rec/home/.codex/skills/.system`" + `\n</skills_instructions>"}]}}`,
-		`{` + ts + `,"type":"world_state","payload":{"full":true,"state":{"environments":{"environments":{"local":{"cwd":"/rec/ws"}},"current_date":"2020-01-01","timezone":"Etc/UTC"}}}}`,
-		`{` + ts + `,"type":"turn_context","payload":{"cwd":"/rec/ws","model":"gpt-5.5"}}`,
-		`{` + ts + `,"type":"event_msg","payload":{"type":"thread_settings_applied","thread_settings":{"model_provider_id":"openai","cwd":"/rec/ws"}}}`,
-		`{` + ts + `,"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"run the steps in /rec/ws"}]}}`,
-	}
-	for i := 1; i <= 3; i++ {
-		lines = append(lines,
-			fmt.Sprintf(`{%s,"type":"response_item","payload":{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"echo step-%d\",\"workdir\":\"/rec/ws\"}","call_id":"call_%d"}}`, ts, i, i),
-			fmt.Sprintf(`{%s,"type":"response_item","payload":{"type":"function_call_output","call_id":"call_%d","output":"Chunk ID: abcdef\nWall time: 0.0000 seconds\nProcess exited with code 0\nOriginal token count: 2\nOutput:\nstep-%d\n"}}`, ts, i, i))
-	}
-	lines = append(lines, `{`+ts+`,"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"All steps ran in /rec/ws."}]}}`)
-	path := filepath.Join(dir, "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "trajectory", "codex", "testdata", "stage"))); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return filepath.Join(dir, "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl")
 }
 
 type contFixture struct {

@@ -20,7 +20,7 @@ import (
 
 // The engine tests continue sessions with a stand-in for `codex exec resume`:
 // this test binary, re-executed through a wrapper script. It does what the
-// real CLI does on the wire and on disk (see launch_codex.go) in the simplest
+// real CLI does on the wire and on disk (see trajectory/codex/launch.go) in the simplest
 // way: finds the rollout by id in CODEX_HOME, sends the projected history plus
 // the nonce to the provider in config.toml, appends the nonce and every model
 // item to the rollout, answers function calls with "ok", and stops at the
@@ -28,6 +28,10 @@ import (
 // talks, "tamper" edits a stored output first, "token-name" presents the
 // token variable's name instead of its value.
 const fakeCodexEnv = "PVISOR_TEST_FAKE_CODEX"
+
+// fakeCodexTokenEnv is the env_key the launcher's config.toml names for the
+// bridge token.
+const fakeCodexTokenEnv = "PVISOR_BRIDGE_TOKEN"
 
 func init() {
 	if os.Getenv(fakeCodexEnv) == "1" {
@@ -164,9 +168,9 @@ func fakeCodex(args []string, mode string) error {
 func postResponses(base string, input []string) ([]byte, error) {
 	body := `{"model":"gpt-5.5","stream":false,"tools":[{"type":"function","name":"exec_command"}],"input":[` + strings.Join(input, ",") + `]}`
 	req, _ := http.NewRequest(http.MethodPost, base+"/responses", strings.NewReader(body))
-	token := os.Getenv(codexTokenEnv)
+	token := os.Getenv(fakeCodexTokenEnv)
 	if os.Getenv("FAKE_CODEX_MODE") == "token-name" {
-		token = codexTokenEnv // what Pi ≥ 0.83 sent when given the variable's name
+		token = fakeCodexTokenEnv // what Pi ≥ 0.83 sent when given the variable's name
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")

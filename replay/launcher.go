@@ -24,19 +24,8 @@ type (
 	Continuation     = launch.Continuation
 )
 
-// launchers are the agents whose continuation still lives in this package;
-// the registry (trajectory/agents) has the others. A variable so engine
-// tests can add one.
-var launchers = map[string]Launcher{
-	"codex":       codexLauncher{},
-	"claude-code": claudeLauncher{},
-}
-
 // launcherOf is the launcher that continues agent.
 func launcherOf(agent string) (Launcher, bool) {
-	if l, ok := launchers[agent]; ok {
-		return l, true
-	}
 	if a, ok := agents.Get(agent); ok && a.Launcher != nil {
 		return a.Launcher, true
 	}
@@ -89,3 +78,6 @@ func redirectsTraffic(name string) bool {
 }
 
 func envValue(env []string, name string) string { return launch.EnvValue(env, name) }
+
+// setString is launch.SetString for the collectors still in this package.
+func setString(line []byte, path, value string) []byte { return launch.SetString(line, path, value) }

@@ -89,8 +89,8 @@ type Request struct {
 	AgentRuntime string `json:",omitempty"`
 	// AgentArgs are extra native arguments for the agent CLI.
 	AgentArgs []string
-	// DisallowedTools are Claude Code tools the continued agent may not
-	// use (--disallowedTools), as pVisor's agent.disallowed_tools.
+	// DisallowedTools are tools the continued agent may not use (its
+	// launcher's launch.ToolDenier), as pVisor's agent.disallowed_tools.
 	DisallowedTools []string `json:",omitempty"`
 	// AllowUntestedVersion runs a CLI outside the tested range (degraded).
 	AllowUntestedVersion bool
@@ -238,18 +238,22 @@ func fail(category, format string, args ...any) *Failure {
 var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // checkDisallowedTools validates --agent-disallowed-tool as pVisor does:
-// only for an agent whose launcher takes it (claude-code), and tool names
-// of letters, digits, '_' and '-', no duplicates.
+// agents whose launcher can deny tools only (claude-code), names of
+// letters, digits, '_' and '-', no duplicates.
 func (r *Request) checkDisallowedTools() error {
 	if len(r.DisallowedTools) == 0 {
 		return nil
 	}
-	if l, _ := launcherOf(r.Agent); l != nil {
-		if _, ok := l.(launch.ToolDisallower); ok {
-			return checkToolNames(r.DisallowedTools)
+	if _, ok := toolDenier(r.Agent); !ok {
+		var deniers []string
+		for _, a := range agents.Names() {
+			if _, ok := toolDenier(a); ok {
+				deniers = append(deniers, a)
+			}
 		}
+		return configErr("--agent-disallowed-tool: disallowed_tools is supported only for %s", strings.Join(deniers, ", "))
 	}
-	return configErr("--agent-disallowed-tool: disallowed_tools is supported only for %s", strings.Join(toolDisallowers(), ", "))
+	return checkToolNames(r.DisallowedTools)
 }
 
 // checkToolNames: names of letters, digits, '_' and '-', no duplicates.
@@ -267,17 +271,11 @@ func checkToolNames(tools []string) error {
 	return nil
 }
 
-// toolDisallowers names the agents --agent-disallowed-tool applies to.
-func toolDisallowers() []string {
-	var out []string
-	for _, a := range agents.Names() {
-		if l, _ := launcherOf(a); l != nil {
-			if _, ok := l.(launch.ToolDisallower); ok {
-				out = append(out, a)
-			}
-		}
-	}
-	return out
+// toolDenier is agent's launcher when its CLI can be denied tools.
+func toolDenier(agent string) (launch.ToolDenier, bool) {
+	l, _ := launcherOf(agent)
+	d, ok := l.(launch.ToolDenier)
+	return d, ok
 }
 
 // multiSessionAgents names the agents whose files may hold several

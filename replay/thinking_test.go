@@ -64,20 +64,12 @@ func TestDisableThinking(t *testing.T) {
 }
 
 func TestContinuationArgs(t *testing.T) {
-	got := continuationArgs(&Request{AgentArgs: []string{"--model", "opus"}, DisallowedTools: []string{"WebFetch", "Task"}}, mustLauncher(t, "claude-code"))
+	claude, _ := launcherOf("claude-code")
+	got := continuationArgs(&Request{AgentArgs: []string{"--model", "opus"}, DisallowedTools: []string{"WebFetch", "Task"}}, claude)
 	if d := cmp.Diff([]string{"--model", "opus", "--disallowedTools", "WebFetch,Task"}, got); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	if got := continuationArgs(&Request{}, mustLauncher(t, "claude-code")); len(got) != 0 {
+	if got := continuationArgs(&Request{}, claude); len(got) != 0 {
 		t.Errorf("no flags: %v", got)
 	}
-}
-
-func mustLauncher(t *testing.T, agent string) Launcher {
-	t.Helper()
-	l, ok := launcherOf(agent)
-	if !ok {
-		t.Fatalf("no launcher of %s", agent)
-	}
-	return l
 }

@@ -35,7 +35,7 @@ type ChatRules struct {
 // system message), the nonce where the CLI resumed, and what the run added
 // live; the nonce (or the boundary prompt in its place) is the only change.
 type Chat struct {
-	tracker
+	*Tracker
 	agent  string
 	rules  ChatRules
 	prefix []json.RawMessage
@@ -55,7 +55,7 @@ func NewChat(agent string, prefix []json.RawMessage, opts Options, rules ChatRul
 	if err != nil {
 		return nil, err
 	}
-	return &Chat{tracker: tracker{opts: opts}, agent: agent, rules: rules, prefix: prefix, want: want}, nil
+	return &Chat{Tracker: NewTracker(opts), agent: agent, rules: rules, prefix: prefix, want: want}, nil
 }
 
 // decodeChatPrefix decodes a projection's messages once, for equalChat.
@@ -81,7 +81,7 @@ type ChatSplit struct {
 
 // Check validates one request and returns the body to forward.
 func (c *Chat) Check(ctx context.Context, req *bridge.Request) ([]byte, error) {
-	c.checked()
+	c.Checked()
 	if req.Route != bridge.RouteChat {
 		return nil, bridge.Refuse("%s talks to /v1/chat/completions only; this request went to the %s route", c.agent, req.Route)
 	}
@@ -93,14 +93,14 @@ func (c *Chat) Check(ctx context.Context, req *bridge.Request) ([]byte, error) {
 		return fwd, nil
 	}
 	live := chatTurns(s.Live)
-	if err := c.overBudget(ctx, live); err != nil {
+	if err := c.OverBudget(ctx, live); err != nil {
 		return nil, err
 	}
 	variant := "nonce"
 	if s.Synthetic {
 		variant = "synthetic-answer+nonce"
 	}
-	c.accepted(variant, live, len(s.Live) == 0, c.opts.Prompt != "", 1, nil)
+	c.Accepted(variant, live, len(s.Live) == 0, c.opts.Prompt != "", 1, nil)
 	return fwd, nil
 }
 
@@ -186,7 +186,7 @@ func (c *Chat) rebuild(body []byte, msgs gjson.Result, items []gjson.Result, k, 
 			out = append(out, c.rules.Prompt(c.opts.Prompt))
 		}
 	}
-	return splice(body, msgs, "["+strings.Join(out, ",")+"]")
+	return Splice(body, msgs, "["+strings.Join(out, ",")+"]")
 }
 
 // isSideCall: no tools on offer and no assistant or tool message, so the
@@ -230,9 +230,9 @@ func decodeChat(raw json.RawMessage) (any, error) {
 // describeChat names a message for a refusal without quoting its content.
 func describeChat(m gjson.Result) string {
 	var b strings.Builder
-	b.WriteString("role " + trim(m.Get("role").Str))
+	b.WriteString("role " + Clip(m.Get("role").Str))
 	if id := m.Get("tool_call_id").Str; id != "" {
-		b.WriteString(" tool_call_id " + trim(id))
+		b.WriteString(" tool_call_id " + Clip(id))
 	}
 	if n := len(m.Get("tool_calls").Array()); n > 0 {
 		fmt.Fprintf(&b, " with %d tool call(s)", n)

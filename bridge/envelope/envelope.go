@@ -1,5 +1,7 @@
-// Package envelope holds the per-agent resume-envelope strippers: the
-// bridge.Conversation each agent's continuation runs through.
+// Package envelope is the agent-neutral machinery of the resume envelopes:
+// the bridge.Conversation each agent's continuation runs through. Each
+// agent's own envelope lives in its folder (trajectory/<agent>/envelope.go)
+// and is built from what is here.
 //
 // A CLI cannot resume a session that ends at a tool result without a new user
 // message, so pvisor resumes it with a transport nonce
@@ -13,7 +15,9 @@
 //
 // The shared parts live here: options, the step budget, and the report that
 // goes into the run's metadata (counts, lengths and digests; never prompt
-// text).
+// text) in Tracker; the envelope of the Chat Completions agents (Chat) and
+// of pvisor's Python runners (Runner); and helpers that cut and compare
+// request bodies without touching their other bytes.
 package envelope
 
 import (
@@ -94,7 +98,9 @@ const (
 	PlacedAfterFirstMessage = "after_first_message"
 )
 
-const noncePrefix, nonceSuffix = "__PVISOR_NATIVE_REPLAY_", "__"
+// NoncePrefix and NonceSuffix frame the 32 hex digits of a nonce; an agent
+// derives other per-run markers from those digits.
+const NoncePrefix, NonceSuffix = "__PVISOR_NATIVE_REPLAY_", "__"
 
 var nonceRe = regexp.MustCompile(`^__PVISOR_NATIVE_REPLAY_[0-9a-f]{32}__$`)
 
@@ -105,14 +111,17 @@ func NewNonce() string {
 	if _, err := rand.Read(b); err != nil {
 		panic("envelope: crypto/rand failed: " + err.Error())
 	}
-	return noncePrefix + hex.EncodeToString(b) + nonceSuffix
+	return NoncePrefix + hex.EncodeToString(b) + NonceSuffix
 }
 
 // ValidNonce reports whether s has the shape NewNonce returns.
 func ValidNonce(s string) bool { return nonceRe.MatchString(s) }
 
-// tracker is the shared bookkeeping of an envelope.
-type tracker struct {
+// Tracker is the bookkeeping every envelope shares: the options, the
+// report and the step budget. An agent's envelope embeds one (NewTracker)
+// and calls Checked for every request, OverBudget once it knows the live
+// turns, and Accepted for every request it forwards.
+type Tracker struct {
 	opts       Options
 	budgetOnce sync.Once
 
@@ -120,14 +129,24 @@ type tracker struct {
 	rep Report
 }
 
-func (t *tracker) checked() {
+// NewTracker returns the bookkeeping of an envelope configured by opts.
+func NewTracker(opts Options) *Tracker { return &Tracker{opts: opts} }
+
+// Options are the envelope's options: the nonce and the boundary prompt.
+func (t *Tracker) Options() Options { return t.opts }
+
+// Checked counts one request checked.
+func (t *Tracker) Checked() {
 	t.mu.Lock()
 	t.rep.Checked++
 	t.mu.Unlock()
 }
 
-// accepted records one forwarded request.
-func (t *tracker) accepted(variant string, live int, boundary, injected bool, runtime int, ctxItems []ContextItem) {
+// Accepted records one forwarded request: the envelope variant it had, the
+// model turns past the boundary (live), whether it ended at the boundary,
+// whether the boundary prompt was injected, how many runtime items it
+// carried and the context items inserted before the nonce.
+func (t *Tracker) Accepted(variant string, live int, boundary, injected bool, runtime int, ctxItems []ContextItem) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := &t.rep
@@ -156,7 +175,7 @@ func (t *tracker) accepted(variant string, live int, boundary, injected bool, ru
 }
 
 // Report returns a copy of the counts so far.
-func (t *tracker) Report() Report {
+func (t *Tracker) Report() Report {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	r := t.rep
@@ -165,10 +184,12 @@ func (t *tracker) Report() Report {
 	return r
 }
 
-// overBudget holds a request that asks for more model turns than the budget
-// allows until its client goes away, and returns that as its error, which the
-// bridge records as a cancelled request rather than a refusal.
-func (t *tracker) overBudget(ctx context.Context, live int) error {
+// OverBudget holds a request that asks for more model turns than the budget
+// allows (live counts those already past the boundary) until its client goes
+// away, and returns that as its error, which the bridge records as a
+// cancelled request rather than a refusal. nil when the request is within
+// the budget.
+func (t *Tracker) OverBudget(ctx context.Context, live int) error {
 	if t.opts.MaxLiveTurns <= 0 || live < t.opts.MaxLiveTurns {
 		return nil
 	}
@@ -184,7 +205,9 @@ func (t *tracker) overBudget(ctx context.Context, live int) error {
 	return ctx.Err()
 }
 
-func digest(s string) string {
+// Digest is the hex SHA-256 of s: how a report names a text (a context
+// item) without quoting it.
+func Digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }

@@ -5,11 +5,11 @@ import (
 	"sort"
 )
 
-// firstDifference names where two decoded JSON values first differ, as a
+// FirstDifference names where two decoded JSON values first differ, as a
 // path ("output", "content[0].text") with what differs there (a value, a
 // type, a key one side lacks, a length), never the values themselves: a
 // refusal must say which field of an item changed without quoting it.
-func firstDifference(got, want any, path string) string {
+func FirstDifference(got, want any, path string) string {
 	at := path
 	if at == "" {
 		at = "the item"
@@ -45,7 +45,7 @@ func firstDifference(got, want any, path string) string {
 			case !inG:
 				return sub + " (missing from the request)"
 			}
-			if d := firstDifference(gv, wv, sub); d != "" {
+			if d := FirstDifference(gv, wv, sub); d != "" {
 				return d
 			}
 		}
@@ -56,7 +56,7 @@ func firstDifference(got, want any, path string) string {
 			return at + " (another JSON type)"
 		}
 		for i := 0; i < len(w) && i < len(g); i++ {
-			if d := firstDifference(g[i], w[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
+			if d := FirstDifference(g[i], w[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
 				return d
 			}
 		}

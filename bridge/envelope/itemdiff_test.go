@@ -17,9 +17,10 @@ func TestFirstDifference(t *testing.T) {
 		{`{"c":"1"}`, `{"c":1}`, "c (another JSON type)"},
 		{`[1]`, `{"a":1}`, "the item (another JSON type)"},
 	} {
-		got, _ := decode(json.RawMessage(tc.got))
-		want, _ := decode(json.RawMessage(tc.want))
-		d := firstDifference(got, want, "")
+		var got, want any
+		_ = json.Unmarshal([]byte(tc.got), &got)
+		_ = json.Unmarshal([]byte(tc.want), &want)
+		d := FirstDifference(got, want, "")
 		if d != tc.diff {
 			t.Errorf("%s vs %s: %q, want %q", tc.got, tc.want, d, tc.diff)
 		}

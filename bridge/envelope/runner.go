@@ -21,7 +21,7 @@ import (
 //
 // and is forwarded unchanged. The first request is the projection itself.
 type Runner struct {
-	tracker
+	*Tracker
 	agent  string
 	prefix []json.RawMessage
 	want   []any
@@ -41,12 +41,12 @@ func NewRunner(agent string, prefix []json.RawMessage, opts Options) (*Runner, e
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{tracker: tracker{opts: opts}, agent: agent, prefix: prefix, want: want}, nil
+	return &Runner{Tracker: NewTracker(opts), agent: agent, prefix: prefix, want: want}, nil
 }
 
 // Check refuses a request whose messages do not start with the projection.
 func (m *Runner) Check(ctx context.Context, req *bridge.Request) ([]byte, error) {
-	m.checked()
+	m.Checked()
 	if req.Route != bridge.RouteChat {
 		return nil, bridge.Refuse("%s talks to /v1/chat/completions only; this request went to the %s route", m.agent, req.Route)
 	}
@@ -55,10 +55,10 @@ func (m *Runner) Check(ctx context.Context, req *bridge.Request) ([]byte, error)
 		return nil, err
 	}
 	turns := chatTurns(live)
-	if err := m.overBudget(ctx, turns); err != nil {
+	if err := m.OverBudget(ctx, turns); err != nil {
 		return nil, err
 	}
-	m.accepted("runner", turns, len(live) == 0, false, 0, nil)
+	m.Accepted("runner", turns, len(live) == 0, false, 0, nil)
 	m.mu.Lock()
 	m.rep.NonceRemoved-- // the runner resumes without a nonce
 	m.mu.Unlock()

@@ -81,6 +81,14 @@ type ThinkingDisabler interface {
 	DisableThinking(proto bridge.Protocol, agentArgs []string) (ThinkingOff, error)
 }
 
+// ToolDenier is implemented by launchers whose CLI can be told not to offer
+// some of its tools (pVisor's --agent-disallowed-tool, Claude Code's
+// --disallowedTools): the native arguments that deny the named tools, added
+// after --agent-arg's. Agents without it refuse the flag.
+type ToolDenier interface {
+	DenyTools(names []string) []string
+}
+
 // ThinkingOff is how --disable-thinking applies to one continuation: body
 // fields the bridge adds to every forwarded request, native arguments for
 // the CLI, and what to record.
@@ -88,14 +96,6 @@ type ThinkingOff struct {
 	Fields map[string]json.RawMessage
 	Args   []string
 	Effect string
-}
-
-// ToolDisallower is implemented by launchers whose CLI takes pVisor's
-// --agent-disallowed-tool (claude-code's --disallowedTools): the native
-// arguments that keep the CLI from calling tools. Other agents refuse the
-// flag.
-type ToolDisallower interface {
-	DisallowedToolsArgs(tools []string) []string
 }
 
 // Programmer is implemented by a Staged that runs another program than the

@@ -11,6 +11,8 @@ import (
 
 	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/claude"
+	"github.com/pvisor/pvisor/trajectory/codex"
 	"github.com/pvisor/pvisor/trajectory/miniswe"
 	"github.com/pvisor/pvisor/trajectory/opencode"
 	"github.com/pvisor/pvisor/trajectory/openhands"
@@ -22,8 +24,8 @@ import (
 // is the only list of agents in pvisor: adding one is its folder and a line
 // here.
 var registry = []launch.Agent{
-	claudeAgent(),
-	codexAgent(),
+	claude.Agent(),
+	codex.Agent(),
 	opencode.Agent(),
 	pi.Agent(),
 	openhands.Agent(),

@@ -24,6 +24,12 @@
 // built-in tools with the CLI's semantics and result texts (bash.go,
 // files.go, edit.go, search.go, ls.go), and rebuild.go writes the session
 // back with the fresh results in place of the recorded ones.
+//
+// Agent is Claude Code as the engine sees it: its launcher stages a rebuilt
+// session and continues it with `claude --resume --print` (launch.go),
+// cleans the session the CLI wrote (collect.go), resumes and forks captured
+// sessions (resume.go), and checks every request of the continuation on the
+// bridge (envelope.go).
 package claude
 
 import (

@@ -8,8 +8,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
 
 const (

@@ -3,6 +3,12 @@
 // {"timestamp","type","payload"} record per line, from the 0.40 `shell` argv
 // era to the 0.17x unified-exec (`exec_command`/`write_stdin`) and freeform
 // `apply_patch` era.
+//
+// Agent is Codex as the engine sees it: its launcher stages a rebuilt
+// rollout and continues it with `codex exec resume` (launch.go), cleans the
+// rollout the CLI wrote (collect.go), resumes and forks captured sessions
+// (resume.go), and checks every request of the continuation on the bridge
+// (envelope.go).
 package codex
 
 import (

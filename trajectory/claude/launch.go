@@ -1,4 +1,4 @@
-package replay
+package claude
 
 import (
 	"bytes"
@@ -15,34 +15,34 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
-	"github.com/pvisor/pvisor/trajectory/claude"
+	"github.com/pvisor/pvisor/replay/launch"
 )
 
-// claudeLauncher continues a Claude Code session with `claude --resume <id>
+// launcher continues a Claude Code session with `claude --resume <id>
 // --print` and the nonce on stdin. Print mode cannot resume without a prompt
 // (2.1.197 exits with "No deferred tool marker found"); with one, Claude
 // Code closes the interrupted turn itself: the resume prompt (set to a
 // per-run marker through CLAUDE_CODE_RESUME_PROMPT) after the boundary
 // results, a synthetic "No response requested.", then the nonce. The bridge
-// strips all three from every request (envelope.Claude), and Collect removes
+// strips all three from every request (Envelope), and Collect removes
 // the records they left in the session file.
-type claudeLauncher struct{}
+type launcher struct{}
 
-// claudeConfigDir is the CLAUDE_CONFIG_DIR inside the launcher's home.
-const claudeConfigDir = "claude-config"
+// configDir is the CLAUDE_CONFIG_DIR inside the launcher's home.
+const configDir = "claude-config"
 
-func (claudeLauncher) Binary() string { return "claude" }
+func (launcher) Binary() string { return "claude" }
 
 // VersionShape is how `--version` prints (2.1.332 (Claude Code)).
-func (claudeLauncher) VersionShape() *regexp.Regexp { return claudeVersionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape }
 
-var claudeVersionShape = regexp.MustCompile(`(?m)^\d+\.\d+\.\d+\S* \(Claude Code\)$`)
+var versionShape = regexp.MustCompile(`(?m)^\d+\.\d+\.\d+\S* \(Claude Code\)$`)
 
-func (claudeLauncher) Protocol() bridge.Protocol { return bridge.Anthropic }
+func (launcher) Protocol() bridge.Protocol { return bridge.Anthropic }
 
 // Replies plays each recorded response after the boundary with its own
 // tool_use ids and inputs, relocated to the workspace.
-func (claudeLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
+func (launcher) Replies(c *launch.Continuation) ([]fakemodel.Reply, error) {
 	t := c.Trajectory
 	i := t.ActionIndex(c.AfterStep)
 	if i < 0 {
@@ -66,10 +66,10 @@ func (claudeLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
 	return out, nil
 }
 
-// claudeStaged is a session staged in an isolated CLAUDE_CONFIG_DIR.
-type claudeStaged struct {
-	c      *Continuation
-	conv   *envelope.Claude
+// staged is a session staged in an isolated CLAUDE_CONFIG_DIR.
+type staged struct {
+	c      *launch.Continuation
+	conv   *Envelope
 	sid    string
 	config string // CLAUDE_CONFIG_DIR
 	path   string // the staged session
@@ -79,55 +79,31 @@ type claudeStaged struct {
 	meta   map[string]any
 }
 
-func (claudeLauncher) Stage(c *Continuation) (Staged, error) {
-	s := &claudeStaged{c: c, config: filepath.Join(c.Home, claudeConfigDir), meta: map[string]any{}}
-	staged, err := s.stage(c.Rebuilt)
+func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
+	s := &staged{c: c, config: filepath.Join(c.Home, configDir), meta: map[string]any{}}
+	session, err := s.stage(c.Rebuilt)
 	if err != nil {
 		return nil, err
 	}
-	proj, err := claude.Project(bytes.NewReader(staged))
+	proj, err := Project(bytes.NewReader(session))
 	if err != nil {
 		return nil, fmt.Errorf("the staged session: %w", err)
 	}
 	if proj.SessionID != "" && proj.SessionID != s.sid {
 		return nil, fmt.Errorf("the staged session's leaf belongs to session %s, not %s", proj.SessionID, s.sid)
 	}
-	if s.conv, err = envelope.NewClaude(proj, c.Envelope); err != nil {
+	if s.conv, err = NewEnvelope(proj, c.Envelope); err != nil {
 		return nil, err
 	}
 	s.tools = recordedTools(c)
-	s.model = recordedModel(staged, c.AgentArgs)
+	s.model = recordedModel(session, c.AgentArgs)
 	return s, nil
-}
-
-// recordedModel is the model the session's last response came from, for
-// --model: a release whose default model differs would otherwise treat the
-// resume as a model switch, and Claude Code drops the thinking blocks of
-// earlier responses when the model changes (2.1.197 resuming a 2.1.332
-// session recorded with another model does). "" when --agent-arg already
-// chooses the model or no response names one.
-func recordedModel(staged []byte, agentArgs []string) string {
-	for _, a := range agentArgs {
-		if name, _, _ := strings.Cut(a, "="); name == "--model" {
-			return ""
-		}
-	}
-	model := ""
-	for _, line := range bytes.Split(staged, []byte("\n")) {
-		if gjson.GetBytes(line, "type").Str != "assistant" {
-			continue
-		}
-		if m := gjson.GetBytes(line, "message.model").Str; m != "" && m != "<synthetic>" {
-			model = m
-		}
-	}
-	return model
 }
 
 // stage rewrites every recorded path (cwd fields, tool inputs and results)
 // to the workspace and writes the session where Claude Code looks for it
 // when it runs in the workspace.
-func (s *claudeStaged) stage(rebuilt []byte) ([]byte, error) {
+func (s *staged) stage(rebuilt []byte) ([]byte, error) {
 	if s.c.Paths.Active() {
 		s.meta["relocated"] = map[string]string{"cwd": s.c.Paths.From + " -> " + s.c.Paths.To}
 	}
@@ -141,7 +117,7 @@ func (s *claudeStaged) stage(rebuilt []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", n+1, err)
 		}
-		if moved, from := claude.RelocateEnvironment(line, host); from != "" {
+		if moved, from := RelocateEnvironment(line, host); from != "" {
 			line = moved
 			s.meta["relocated_os_version"] = from + " -> " + host
 		}
@@ -154,7 +130,7 @@ func (s *claudeStaged) stage(rebuilt []byte) ([]byte, error) {
 	if s.sid == "" {
 		return nil, fmt.Errorf("the rebuilt session has no entry with a sessionId")
 	}
-	s.path = claude.StagePath(s.config, s.c.Workspace, s.sid)
+	s.path = StagePath(s.config, s.c.Workspace, s.sid)
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return nil, err
 	}
@@ -180,7 +156,7 @@ var searchTools = map[string]bool{"Glob": true, "Grep": true}
 // list, so it is the tools the whole recorded trajectory called (the
 // request's tools are sorted by name, so the order does not matter). nil
 // when the session needs none or --agent-arg already chooses the tools.
-func recordedTools(c *Continuation) []string {
+func recordedTools(c *launch.Continuation) []string {
 	for _, a := range c.AgentArgs {
 		name, _, _ := strings.Cut(a, "=")
 		if name == "--tools" || name == "--allowedTools" || name == "--allowed-tools" {
@@ -205,11 +181,11 @@ func recordedTools(c *Continuation) []string {
 	return names
 }
 
-func (s *claudeStaged) Conversation() envelope.Conversation { return s.conv }
+func (s *staged) Conversation() envelope.Conversation { return s.conv }
 
 // Command resumes the session in print mode with the nonce on stdin. The
 // bridge token travels in the environment only.
-func (s *claudeStaged) Command(b BridgeAddr) (Command, error) {
+func (s *staged) Command(b launch.BridgeAddr) (launch.Command, error) {
 	args := []string{"--resume", s.sid, "--print", "--output-format", "stream-json", "--verbose",
 		"--dangerously-skip-permissions"}
 	if len(s.tools) > 0 {
@@ -232,7 +208,7 @@ func (s *claudeStaged) Command(b BridgeAddr) (Command, error) {
 		"CLAUDE_CONFIG_DIR=" + s.config,
 		"ANTHROPIC_BASE_URL=" + b.URL,
 		"ANTHROPIC_API_KEY=" + b.Token,
-		"CLAUDE_CODE_RESUME_PROMPT=" + envelope.ClaudeMarker(s.c.Envelope.Nonce),
+		"CLAUDE_CODE_RESUME_PROMPT=" + ResumeMarker(s.c.Envelope.Nonce),
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"DISABLE_AUTOUPDATER=1",
 		"DISABLE_TELEMETRY=1",
@@ -241,5 +217,5 @@ func (s *claudeStaged) Command(b BridgeAddr) (Command, error) {
 		// --dangerously-skip-permissions as root (sandboxes usually are).
 		"IS_SANDBOX=1",
 	}
-	return Command{Args: args, Env: env, Stdin: []byte(s.c.Envelope.Nonce)}, nil
+	return launch.Command{Args: args, Env: env, Stdin: []byte(s.c.Envelope.Nonce)}, nil
 }

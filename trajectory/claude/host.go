@@ -1,4 +1,4 @@
-package replay
+package claude
 
 import "golang.org/x/sys/unix"
 

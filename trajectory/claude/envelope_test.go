@@ -1,4 +1,4 @@
-package envelope
+package claude
 
 import (
 	"bufio"
@@ -17,36 +17,50 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/trajectory"
-	"github.com/pvisor/pvisor/trajectory/claude"
 )
 
-const claudeSessionDir = "../../testdata/e2e/sessions/claude-code@2.1.197"
+const (
+	claudeSessionDir = "../../testdata/e2e/sessions/claude-code@2.1.197"
+	nonce            = "__PVISOR_NATIVE_REPLAY_0123456789abcdef0123456789abcdef__"
+)
 
 // claudeFixture is the recorded Claude Code session cut after a step: the
 // projection of the cut, and the requests the real CLI sent at that point
 // and one turn later (recorded with cache_control where 2.1.197 put it).
 type claudeFixture struct {
-	proj        *claude.Projection
+	proj        *Projection
 	first, next string
 }
 
-func loadClaude(t testing.TB, step int) claudeFixture {
+// recordedCut is the recorded session (claudeSessionDir) decoded, and its
+// prefix rebuilt after step.
+func recordedCut(t testing.TB, step int) (string, *trajectory.Trajectory, []byte) {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(claudeSessionDir, "*-*-*-*-*.jsonl"))
+	if len(files) != 1 {
+		t.Fatalf("%s holds %d sessions", claudeSessionDir, len(files))
+	}
 	data, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := claude.New().Decode(bytes.NewReader(data), trajectory.Options{})
+	tr, err := New().Decode(bytes.NewReader(data), trajectory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cut bytes.Buffer
-	if err := claude.New().WritePrefix(&cut, bytes.NewReader(data), int64(len(data)), tr, step); err != nil {
+	if err := New().WritePrefix(&cut, bytes.NewReader(data), int64(len(data)), tr, step); err != nil {
 		t.Fatal(err)
 	}
-	proj, err := claude.Project(&cut)
+	return files[0], tr, cut.Bytes()
+}
+
+func loadClaude(t testing.TB, step int) claudeFixture {
+	t.Helper()
+	_, tr, cut := recordedCut(t, step)
+	proj, err := Project(bytes.NewReader(cut))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +81,7 @@ func loadClaude(t testing.TB, step int) claudeFixture {
 			bodies = append(bodies, gjson.GetBytes(sc.Bytes(), "body").Raw)
 		}
 	}
-	turns := claude.New().PrefixModelTurns(tr, step)
+	turns := New().PrefixModelTurns(tr, step)
 	fx := claudeFixture{proj: proj, first: bodies[turns]}
 	if turns+1 < len(bodies) {
 		fx.next = bodies[turns+1] // the last step's answer ends the task
@@ -91,7 +105,7 @@ func enveloped(t testing.TB, body string, b int) string {
 			continue
 		}
 		raw := strings.Replace(m.Raw, ephemeral, "", 1)
-		out = append(out, raw[:len(raw)-2]+`,{"type":"text","text":"`+ClaudeMarker(nonce)+`"}]}`,
+		out = append(out, raw[:len(raw)-2]+`,{"type":"text","text":"`+ResumeMarker(nonce)+`"}]}`,
 			`{"role":"assistant","content":[{"type":"text","text":"No response requested."}]}`)
 		if i == len(msgs)-1 {
 			out = append(out, `{"role":"user","content":[{"type":"text","text":"`+nonce+`"`+ephemeral+`}]}`)
@@ -120,7 +134,7 @@ func TestClaudeStripRestoresTheRecordedRequest(t *testing.T) {
 	for step := 1; step <= 5; step++ {
 		fx := loadClaude(t, step)
 		b := len(fx.proj.Messages) - 1
-		c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+		c, err := NewEnvelope(fx.proj, envelope.Options{Nonce: nonce})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,7 +164,7 @@ func TestClaudePromptTakesTheMarkersPlace(t *testing.T) {
 	fx := loadClaude(t, 3)
 	b := len(fx.proj.Messages) - 1
 	const prompt = "Check <the> notes & \"quote\"."
-	c, err := NewClaude(fx.proj, Options{Nonce: nonce, Prompt: prompt})
+	c, err := NewEnvelope(fx.proj, envelope.Options{Nonce: nonce, Prompt: prompt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +203,7 @@ func TestClaudeRuntimeItems(t *testing.T) {
 	}
 	out = append(out, `{"role":"system","content":"New agent types are now available"}`)
 	body = setMessages(t, body, out)
-	_, s, err := StripClaude([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, "")
+	_, s, err := StripEnvelope([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +235,7 @@ func TestClaudeDateChange(t *testing.T) {
 		text, _ := json.Marshal(tc.text)
 		out = append(out, `{"role":"system","content":`+string(text)+`}`)
 		body := setMessages(t, enveloped(t, fx.first, b), out)
-		_, s, err := StripClaude([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, "")
+		_, s, err := StripEnvelope([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,13 +272,13 @@ func TestClaudeRefusals(t *testing.T) {
 		{"foreign conversation", strings.ReplaceAll(good, "Survey the greeter", "Survey another"), "differs from message 0"},
 		{"other synthetic answer", edit(b+1, func(s string) string { return strings.Replace(s, "No response requested.", "Sure.", 1) }), "is not the boundary tool results"},
 		{"other resume prompt", edit(b, func(s string) string {
-			return strings.Replace(s, ClaudeMarker(nonce), "Go on.", 1)
+			return strings.Replace(s, ResumeMarker(nonce), "Go on.", 1)
 		}), "holds a text block"},
-		{"marker twice", edit(1, func(s string) string { return strings.Replace(s, "Let me look", ClaudeMarker(nonce), 1) }), "resume marker appears 2 times"},
+		{"marker twice", edit(1, func(s string) string { return strings.Replace(s, "Let me look", ResumeMarker(nonce), 1) }), "resume marker appears 2 times"},
 		{"marker out of place", setMessages(t, good, func() []string {
 			ms := msgs(good)
-			ms[1] = strings.Replace(ms[1], "Let me look", ClaudeMarker(nonce), 1)
-			ms[b] = strings.Replace(ms[b], `,{"type":"text","text":"`+ClaudeMarker(nonce)+`"}`, "", 1)
+			ms[1] = strings.Replace(ms[1], "Let me look", ResumeMarker(nonce), 1)
+			ms[b] = strings.Replace(ms[b], `,{"type":"text","text":"`+ResumeMarker(nonce)+`"}`, "", 1)
 			return ms
 		}()), "not as the last block of the boundary results"},
 		{"nonce after a user text", edit(b+2, func(s string) string {
@@ -278,7 +292,7 @@ func TestClaudeRefusals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+			c, err := NewEnvelope(fx.proj, envelope.Options{Nonce: nonce})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,7 +306,7 @@ func TestClaudeRefusals(t *testing.T) {
 			}
 		})
 	}
-	c, _ := NewClaude(fx.proj, Options{Nonce: nonce})
+	c, _ := NewEnvelope(fx.proj, envelope.Options{Nonce: nonce})
 	if _, err := c.Check(context.Background(), &bridge.Request{Route: bridge.RouteResponses, Body: []byte(good)}); err == nil {
 		t.Error("a Responses request was accepted")
 	}
@@ -302,7 +316,7 @@ func TestClaudeRefusals(t *testing.T) {
 // retry) gives the same bytes.
 func TestClaudeRetriesAreIdempotent(t *testing.T) {
 	fx := loadClaude(t, 4)
-	c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+	c, err := NewEnvelope(fx.proj, envelope.Options{Nonce: nonce})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +334,7 @@ func TestClaudeRetriesAreIdempotent(t *testing.T) {
 func TestClaudeBudgetHoldsTheRequest(t *testing.T) {
 	fx := loadClaude(t, 3)
 	hit := make(chan struct{})
-	c, err := NewClaude(fx.proj, Options{Nonce: nonce, MaxLiveTurns: 1, OnBudget: func() { close(hit) }})
+	c, err := NewEnvelope(fx.proj, envelope.Options{Nonce: nonce, MaxLiveTurns: 1, OnBudget: func() { close(hit) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,12 +354,12 @@ func TestClaudeBudgetHoldsTheRequest(t *testing.T) {
 	}
 }
 
-func TestClaudeMarker(t *testing.T) {
-	m := ClaudeMarker(nonce)
+func TestResumeMarker(t *testing.T) {
+	m := ResumeMarker(nonce)
 	if m != "__PVISOR_RESUME_MARKER_0123456789abcdef0123456789abcdef__" || strings.Contains(nonce, m) || strings.Contains(m, nonce) {
 		t.Errorf("marker %q", m)
 	}
-	if _, err := NewClaude(&claude.Projection{}, Options{Nonce: nonce}); err == nil {
+	if _, err := NewEnvelope(&Projection{}, envelope.Options{Nonce: nonce}); err == nil {
 		t.Error("a projection without a boundary was accepted")
 	}
 }
@@ -363,7 +377,7 @@ func FuzzClaudeStrip(f *testing.F) {
 	f.Add(fx.first)
 	f.Add(`{"messages":[{"role":"user","content":"` + nonce + `"}]}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		fwd, s, err := StripClaude([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, "")
+		fwd, s, err := StripEnvelope([]byte(body), fx.proj.Messages, fx.proj.BoundaryIDs, nonce, "")
 		if err != nil {
 			var ref *bridge.Refusal
 			if !errors.As(err, &ref) {
@@ -374,7 +388,7 @@ func FuzzClaudeStrip(f *testing.F) {
 		if !gjson.ValidBytes(fwd) {
 			t.Fatalf("forwarded invalid JSON: %s", fwd)
 		}
-		if bytes.Contains(fwd, []byte(nonce)) || bytes.Contains(fwd, []byte(ClaudeMarker(nonce))) {
+		if bytes.Contains(fwd, []byte(nonce)) || bytes.Contains(fwd, []byte(ResumeMarker(nonce))) {
 			t.Fatalf("the envelope survived: %s", fwd)
 		}
 		if got := len(gjson.GetBytes(fwd, "messages").Array()); got < len(fx.proj.Messages)+len(s.Live) {
@@ -404,9 +418,9 @@ func enveloped2332(t testing.TB, body string, b int) string {
 				`{"role":"assistant","content":[{"type":"text","text":"No response requested."}]}`,
 				`{"role":"user","content":[`+reminder+`,{"type":"text","text":"`+nonce+`"}]}`)
 			if i == len(msgs)-1 {
-				out = append(out, `{"role":"system","content":[{"type":"text","text":`+JSONString(launchContext)+ephemeral+`}]}`)
+				out = append(out, `{"role":"system","content":[{"type":"text","text":`+envelope.JSONString(launchContext)+ephemeral+`}]}`)
 			} else {
-				out = append(out, `{"role":"system","content":`+JSONString(launchContext)+`}`)
+				out = append(out, `{"role":"system","content":`+envelope.JSONString(launchContext)+`}`)
 			}
 		default:
 			out = append(out, m.Raw)
@@ -423,7 +437,7 @@ func TestClaude2332StripsToAFreshSessionsRequest(t *testing.T) {
 	for step := 1; step <= 5; step++ {
 		fx := loadClaude(t, step)
 		b := len(fx.proj.Messages) - 1
-		c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+		c, err := NewEnvelope(fx.proj, envelope.Options{Nonce: nonce})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -432,7 +446,7 @@ func TestClaude2332StripsToAFreshSessionsRequest(t *testing.T) {
 				continue
 			}
 			ms := gjson.Get(rec, "messages").Array()
-			want := []string{ms[0].Raw, `{"role":"system","content":` + JSONString(launchContext) + `}`}
+			want := []string{ms[0].Raw, `{"role":"system","content":` + envelope.JSONString(launchContext) + `}`}
 			for _, m := range ms[1:] {
 				want = append(want, m.Raw)
 			}
@@ -468,8 +482,8 @@ func TestClaudeEnvelopeParts(t *testing.T) {
 		}
 		return out
 	}
-	noMarker := strings.Replace(ms[b].Raw, `,{"type":"text","text":"`+ClaudeMarker(nonce)+`"}`, "", 1)
-	defaultPrompt := strings.Replace(ms[b].Raw, ClaudeMarker(nonce), defaultResumePrompt, 1)
+	noMarker := strings.Replace(ms[b].Raw, `,{"type":"text","text":"`+ResumeMarker(nonce)+`"}`, "", 1)
+	defaultPrompt := strings.Replace(ms[b].Raw, ResumeMarker(nonce), defaultResumePrompt, 1)
 	for _, tc := range []struct {
 		name, variant string
 		msgs          []string
@@ -480,7 +494,7 @@ func TestClaudeEnvelopeParts(t *testing.T) {
 		{"nonce alone", "nonce", append(raw(0, b), noMarker, ms[b+2].Raw)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := NewClaude(fx.proj, Options{Nonce: nonce})
+			c, err := NewEnvelope(fx.proj, envelope.Options{Nonce: nonce})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -519,7 +533,7 @@ func TestClaude2332Prompt(t *testing.T) {
 	fx := loadClaude(t, 3)
 	b := len(fx.proj.Messages) - 1
 	const prompt = "Now check the notes."
-	c, err := NewClaude(fx.proj, Options{Nonce: nonce, Prompt: prompt})
+	c, err := NewEnvelope(fx.proj, envelope.Options{Nonce: nonce, Prompt: prompt})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
-package replay
+package codex
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,92 +12,14 @@ import (
 
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
-	"github.com/pvisor/pvisor/replay/agentcli"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/relocate"
-	"github.com/pvisor/pvisor/result"
+	"github.com/pvisor/pvisor/trajectory"
 )
-
-func script(t *testing.T, body string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "cli")
-	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func TestProbeVersion(t *testing.T) {
-	env := []string{"PATH=/usr/bin:/bin"}
-	for _, tc := range []struct {
-		name, body, want, err string
-	}{
-		{"stdout", `echo "codex-cli 0.171.0"`, "0.171.0", ""},
-		{"stderr, with a prefix", `echo "pi v0.73.1 (node 22)" >&2`, "0.73.1", ""},
-		{"pre-release", `echo "2.1.197-beta.3 (Claude Code)"`, "2.1.197-beta.3", ""},
-		{"no number", `echo "dev build"`, "", "printed no version number"},
-		{"fails", `echo "boom" >&2; exit 3`, "", "--version failed (exit status 3): boom"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, _, err := agentcli.ProbeVersion(context.Background(), script(t, tc.body), env)
-			if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-				t.Errorf("got %q, %v; want %q, %q", got, err, tc.want, tc.err)
-			}
-		})
-	}
-}
-
-// TestVersionShapes: each launcher knows how its CLI prints --version (the
-// real outputs of the tested releases), and refuses other programs' output.
-func TestVersionShapes(t *testing.T) {
-	real := map[string][]string{
-		"claude-code": {"2.1.197 (Claude Code)", "2.1.332 (Claude Code)"},
-		"codex":       {"codex-cli 0.171.0"},
-		"opencode":    {"1.18.33"},
-		"pi":          {"0.73.1", "Warning: something\n0.73.1"},
-	}
-	foreign := []string{"Python 3.11.2", "git version 2.39.5", "codex 1.0.0 (Claude Code)x", "", "v20.20.2 node"}
-	for agent, outs := range real {
-		l, _ := launcherOf(agent)
-		for _, o := range outs {
-			if !l.VersionShape().MatchString(o) {
-				t.Errorf("%s refuses its own --version output %q", agent, o)
-			}
-		}
-		for _, o := range foreign {
-			if l.VersionShape().MatchString(o) {
-				t.Errorf("%s takes %q for its --version output", agent, o)
-			}
-		}
-	}
-}
-
-func TestEntrypoint(t *testing.T) {
-	dir := t.TempDir()
-	exe := filepath.Join(dir, "codex")
-	os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
-	plain := filepath.Join(dir, "plain")
-	os.WriteFile(plain, []byte(""), 0o644)
-	for _, tc := range []struct {
-		name, explicit, path, want, source, err string
-	}{
-		{"explicit", exe, "", exe, result.LaunchExplicit, ""},
-		{"on PATH", "", "relative:" + dir, exe, result.LaunchPath, ""},
-		{"missing", filepath.Join(dir, "nope"), "", "", "", "does not exist"},
-		{"not executable", plain, "", "", "", "not an executable file"},
-		{"not on PATH", "", t.TempDir(), "", "", "codex not found on PATH"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, src, err := agentcli.Entrypoint(tc.explicit, "codex", tc.path)
-			if got != tc.want || src != tc.source || (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
-				t.Errorf("got %q %q %v, want %q %q %q", got, src, err, tc.want, tc.source, tc.err)
-			}
-		})
-	}
-}
 
 const testNonce = "__PVISOR_NATIVE_REPLAY_00112233445566778899aabbccddeeff__"
 
-func TestCleanCodexRollout(t *testing.T) {
+func TestCleanRollout(t *testing.T) {
 	prefix := `{"type":"session_meta","payload":{"id":"s"}}` + "\n" +
 		`{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":"x"}}` + "\n"
 	env := `{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"<environment_context>d</environment_context>"}]}}` + "\n"
@@ -107,7 +29,7 @@ func TestCleanCodexRollout(t *testing.T) {
 	live := `{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}}` + "\n"
 	task := `{"type":"event_msg","payload":{"type":"task_started"}}` + "\n"
 
-	clean, removed, ctx, err := cleanCodexRollout([]byte(prefix+task+env+nonceItem+nonceEv+oldEv+live), testNonce, 2)
+	clean, removed, ctx, err := cleanRollout([]byte(prefix+task+env+nonceItem+nonceEv+oldEv+live), testNonce, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +51,7 @@ func TestCleanCodexRollout(t *testing.T) {
 				n = 3 // the nonce line counts as staged: nothing after the prefix
 				tc.err = "no resume nonce message"
 			}
-			_, _, _, err := cleanCodexRollout([]byte(tc.data), testNonce, n)
+			_, _, _, err := cleanRollout([]byte(tc.data), testNonce, n)
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("err = %v, want %q", err, tc.err)
 			}
@@ -140,21 +62,25 @@ func TestCleanCodexRollout(t *testing.T) {
 // The recorded upstream gets each later response of the real session with its
 // own call ids and kinds, paths moved to the workspace.
 func TestCodexReplies(t *testing.T) {
-	session := sessionFile(t, "../testdata/e2e/sessions/codex@0.171.0")
-	plan, err := BuildPlan(&Request{Agent: "codex", Trajectory: session, AfterStep: 2})
+	session := filepath.Join(sessionDir, "rollout-2026-11-29T23-16-19-01a22998-569d-74b2-aebf-25f39bc1a17a.jsonl")
+	data, err := os.ReadFile(session)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Continuation{Trajectory: plan.Trajectory, AfterStep: 2, Source: session,
-		Paths: relocate.Paths{From: plan.Trajectory.Cwd, To: "/sandbox/ws"}}
-	got, err := codexLauncher{}.Replies(c)
+	tr, err := New().Decode(bytes.NewReader(data), trajectory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &launch.Continuation{Trajectory: tr, AfterStep: 2, Source: session,
+		Paths: relocate.Paths{From: tr.Cwd, To: "/sandbox/ws"}}
+	got, err := launcher{}.Replies(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 4 {
 		t.Fatalf("%d replies after step 2, want 4", len(got))
 	}
-	if c0 := got[0].ToolCalls[0]; c0.Type != "custom" || c0.Name != "apply_patch" || c0.ID != plan.Trajectory.Actions[2].Calls[0].ID ||
+	if c0 := got[0].ToolCalls[0]; c0.Type != "custom" || c0.Name != "apply_patch" || c0.ID != tr.Actions[2].Calls[0].ID ||
 		!strings.HasPrefix(c0.Input, "*** Begin Patch\n*** Add File: NOTES.md") {
 		t.Errorf("reply 0: %+v", c0)
 	}
@@ -175,20 +101,20 @@ func TestCodexReplies(t *testing.T) {
 // unknown.
 func TestCodexStageNameAndDate(t *testing.T) {
 	dir := t.TempDir()
-	src := synthRollout(t, dir)
+	src := stageRollout(t, dir)
 	renamed := filepath.Join(dir, "session.jsonl")
 	if err := os.Rename(src, renamed); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(renamed)
 	data = []byte(strings.Replace(string(data), `"timezone":"Etc/UTC"`, `"timezone":"Mars/Olympus"`, 1))
-	c := &Continuation{Source: renamed, Home: filepath.Join(dir, "home"), Rebuilt: data,
+	c := &launch.Continuation{Source: renamed, Home: filepath.Join(dir, "home"), Rebuilt: data,
 		Envelope: envelope.Options{Nonce: testNonce}}
-	st, err := codexLauncher{}.Stage(c)
+	st, err := launcher{}.Stage(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := st.(*codexStaged)
+	s := st.(*staged)
 	want := filepath.Join(c.Home, "sessions", "2026", "11", "29", "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl")
 	if s.path != want || s.tz != "Mars/Olympus" || s.model != "gpt-5.5" {
 		t.Errorf("staged at %s (tz %q, model %q), want %s", s.path, s.tz, s.model, want)
@@ -196,7 +122,7 @@ func TestCodexStageNameAndDate(t *testing.T) {
 	if d := s.meta["world_state_date"].(map[string]any); d["kept"] != true {
 		t.Errorf("date metadata %v", d)
 	}
-	cmd, err := st.Command(BridgeAddr{URL: "http://127.0.0.1:1", Token: "tok"})
+	cmd, err := st.Command(launch.BridgeAddr{URL: "http://127.0.0.1:1", Token: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,39 +143,38 @@ func TestCodexStageNameAndDate(t *testing.T) {
 	}
 }
 
-// The agent inherits no credential, provider endpoint or proxy, whatever
-// --inherit-env and --pass-env say; loopback is exempt from proxies.
-func TestAgentBaseEnv(t *testing.T) {
-	t.Setenv("OPENAI_API_KEY", "sk-secret")
-	t.Setenv("OPENAI_BASE_URL", "https://example.invalid/v1")
-	t.Setenv("https_proxy", "http://proxy.invalid:3128")
-	t.Setenv("PVISOR_TEST_KEEP", "1")
-	r := &run{req: &Request{Run: RunConfig{InheritEnv: true, PassEnv: []string{"OPENAI_BASE_URL"}}}}
-	env := r.baseEnv()
-	for _, name := range []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "https_proxy"} {
-		if envValue(env, name) != "" {
-			t.Errorf("%s reached the agent", name)
-		}
-	}
-	if envValue(env, "PVISOR_TEST_KEEP") != "1" || envValue(env, "NO_PROXY") != "127.0.0.1,localhost,::1" {
-		t.Errorf("env %v", env)
-	}
-}
-
 // A CODEX_HOME inside the recorded working directory moves as the home.
 func TestCodexStageHomeInsideCwd(t *testing.T) {
 	dir := t.TempDir()
-	data, _ := os.ReadFile(synthRollout(t, dir))
+	data, _ := os.ReadFile(stageRollout(t, dir))
 	data = []byte(strings.ReplaceAll(strings.ReplaceAll(string(data), "/rec/home/.codex", "/rec/ws/.codex"), "/rec/", "/root/"))
-	c := &Continuation{Source: "x.jsonl", Home: filepath.Join(dir, "home"), Rebuilt: data, Workspace: "/sandbox/ws",
+	c := &launch.Continuation{Source: "x.jsonl", Home: filepath.Join(dir, "home"), Rebuilt: data, Workspace: "/sandbox/ws",
 		Paths: relocate.Paths{From: "/root/ws", To: "/sandbox/ws"}, Envelope: envelope.Options{Nonce: testNonce}}
-	st, err := codexLauncher{}.Stage(c)
+	st, err := launcher{}.Stage(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	staged, _ := os.ReadFile(st.(*codexStaged).path)
+	staged, _ := os.ReadFile(st.(*staged).path)
 	if !strings.Contains(string(staged), c.Home+"/skills/.system") || strings.Contains(string(staged), "/root/") ||
 		!strings.Contains(string(staged), `"cwd":"/sandbox/ws"`) {
 		t.Errorf("staged rollout:\n%s", staged)
 	}
 }
+
+// stageRollout copies testdata/stage's small rollout recorded in /rec/ws
+// (three one-call steps, then a final answer) into dir.
+func stageRollout(t *testing.T, dir string) string {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", "stage", stagedName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, stagedName)
+	if err := os.WriteFile(dst, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// stagedName is testdata/stage's rollout, named as Codex names it.
+const stagedName = "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl"

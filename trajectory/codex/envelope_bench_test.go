@@ -1,4 +1,4 @@
-package envelope
+package codex
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pvisor/pvisor/bridge/envelope"
 )
 
 // BenchmarkCodexCheck measures a whole Check of a resumed Codex request against
@@ -31,7 +33,7 @@ func BenchmarkCodexCheck(b *testing.B) {
 		fx   fixture
 	}{{"recorded-41KB", fx}, {"large-outputs-1MB", big}} {
 		b.Run(bc.name, func(b *testing.B) {
-			c := newCodex(b, bc.fx, Options{})
+			c := newCodex(b, bc.fx, envelope.Options{})
 			req := request(string(bc.fx.body))
 			var check, base time.Duration
 			b.SetBytes(int64(len(bc.fx.body)))

@@ -1,4 +1,4 @@
-package envelope
+package claude
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/bridge"
-	"github.com/pvisor/pvisor/trajectory/claude"
+	"github.com/pvisor/pvisor/bridge/envelope"
 )
 
-// Claude is the envelope of `claude --resume <id> --print` with the nonce on
+// Envelope is the envelope of `claude --resume <id> --print` with the nonce on
 // stdin. A print-mode resume of a session that ends at a tool result cannot
 // start without a prompt; Claude Code then closes the interrupted turn
 // itself. Releases differ in what they add and where, so the envelope is
@@ -25,7 +25,7 @@ import (
 //	             at the front of the first user message (2.1.197's user
 //	             context), are runtime items
 //	M[b]         the boundary tool results, ending with the resume prompt
-//	             when the release adds one (2.1.197: the per-run ClaudeMarker
+//	             when the release adds one (2.1.197: the per-run ResumeMarker
 //	             set in CLAUDE_CODE_RESUME_PROMPT, or Claude Code's default
 //	             text; 2.1.332 adds none)
 //	M[b+1]       assistant "No response requested." (written by the CLI)
@@ -36,7 +36,7 @@ import (
 //	             date), then what the model and the tools added since
 //
 // The check requires the history equal to the rebuilt session's projection
-// message for message (claude.Canonical form), the boundary results to be
+// message for message (Canonical form), the boundary results to be
 // exactly those of the rebuilt session, and the nonce and the marker once
 // each in the whole body. The forwarded request is the one Claude Code sends
 // in a session it never left: the resume prompt, the synthetic answer and the
@@ -45,8 +45,8 @@ import (
 // session has them; the boundary prompt (when one was asked for) where the
 // resume prompt was; and, when the envelope held the request's last cache
 // breakpoint, that breakpoint on the last boundary block.
-type Claude struct {
-	tracker
+type Envelope struct {
+	*envelope.Tracker
 	prefix   []json.RawMessage
 	boundary []string
 }
@@ -59,32 +59,33 @@ const noResponse = "No response requested."
 // CLAUDE_CODE_RESUME_PROMPT is not honoured.
 const defaultResumePrompt = "Continue from where you left off."
 
-// ClaudeMarker is the resume prompt a run sets in CLAUDE_CODE_RESUME_PROMPT:
+// ResumeMarker is the resume prompt a run sets in CLAUDE_CODE_RESUME_PROMPT:
 // derived from the nonce, so it is as unique as the nonce and needs no state
 // of its own.
-func ClaudeMarker(nonce string) string {
-	return "__PVISOR_RESUME_MARKER_" + strings.TrimSuffix(strings.TrimPrefix(nonce, noncePrefix), nonceSuffix) + "__"
+func ResumeMarker(nonce string) string {
+	return "__PVISOR_RESUME_MARKER_" + strings.TrimSuffix(strings.TrimPrefix(nonce, envelope.NoncePrefix), envelope.NonceSuffix) + "__"
 }
 
-// NewClaude returns the envelope for a session whose projection up to the
+// NewEnvelope returns the envelope for a session whose projection up to the
 // boundary is p; p must end with the boundary tool results.
-func NewClaude(p *claude.Projection, opts Options) (*Claude, error) {
-	if !ValidNonce(opts.Nonce) {
+func NewEnvelope(p *Projection, opts envelope.Options) (*Envelope, error) {
+	if !envelope.ValidNonce(opts.Nonce) {
 		return nil, fmt.Errorf("claude envelope: nonce %q does not have the shape NewNonce returns", opts.Nonce)
 	}
 	if len(p.Messages) < 2 || len(p.BoundaryIDs) == 0 {
 		return nil, fmt.Errorf("claude envelope: the rebuilt session does not end with the tool results of its last response")
 	}
-	return &Claude{tracker: tracker{opts: opts}, prefix: p.Messages, boundary: p.BoundaryIDs}, nil
+	return &Envelope{Tracker: envelope.NewTracker(opts), prefix: p.Messages, boundary: p.BoundaryIDs}, nil
 }
 
 // Check validates one request and returns the body to forward.
-func (c *Claude) Check(ctx context.Context, req *bridge.Request) ([]byte, error) {
-	c.checked()
+func (c *Envelope) Check(ctx context.Context, req *bridge.Request) ([]byte, error) {
+	c.Checked()
 	if req.Route != bridge.RouteMessages && req.Route != bridge.RouteCountTokens {
 		return nil, bridge.Refuse("claude talks to /v1/messages only; this request went to the %s route", req.Route)
 	}
-	fwd, s, err := StripClaude(req.Body, c.prefix, c.boundary, c.opts.Nonce, c.opts.Prompt)
+	opts := c.Options()
+	fwd, s, err := StripEnvelope(req.Body, c.prefix, c.boundary, opts.Nonce, opts.Prompt)
 	if err != nil {
 		return nil, err
 	}
@@ -97,28 +98,28 @@ func (c *Claude) Check(ctx context.Context, req *bridge.Request) ([]byte, error)
 			live++
 		}
 	}
-	if err := c.overBudget(ctx, live); err != nil {
+	if err := c.OverBudget(ctx, live); err != nil {
 		return nil, err
 	}
-	c.accepted(s.Variant(), live, len(s.Live) == 0, c.opts.Prompt != "", s.Runtime, s.Context)
+	c.Accepted(s.Variant(), live, len(s.Live) == 0, opts.Prompt != "", s.Runtime, s.Context)
 	return fwd, nil
 }
 
-// ClaudeSplit is one request's messages cut at the envelope.
-type ClaudeSplit struct {
-	Runtime      int           // runtime items in the history: role "system" messages, reminder blocks
-	Boundary     int           // index of the boundary results message
-	Nonce        int           // index of the nonce message
-	ResumePrompt string        // "marker", "default" or "" (none)
-	NoResponse   bool          // the synthetic "No response requested." was there
-	Reminders    int           // runtime reminder blocks before the nonce, moved to the first user message
-	DateChange   bool          // the notice that today is another day than the session's last (a runtime item)
-	Context      []ContextItem // role "system" messages between the nonce and the first live answer
+// EnvelopeSplit is one request's messages cut at the envelope.
+type EnvelopeSplit struct {
+	Runtime      int                    // runtime items in the history: role "system" messages, reminder blocks
+	Boundary     int                    // index of the boundary results message
+	Nonce        int                    // index of the nonce message
+	ResumePrompt string                 // "marker", "default" or "" (none)
+	NoResponse   bool                   // the synthetic "No response requested." was there
+	Reminders    int                    // runtime reminder blocks before the nonce, moved to the first user message
+	DateChange   bool                   // the notice that today is another day than the session's last (a runtime item)
+	Context      []envelope.ContextItem // role "system" messages between the nonce and the first live answer
 	Live         []json.RawMessage
 }
 
 // Variant names the envelope parts the request had, in request order.
-func (s *ClaudeSplit) Variant() string {
+func (s *EnvelopeSplit) Variant() string {
 	var parts []string
 	if s.ResumePrompt != "" {
 		parts = append(parts, "resume-prompt-"+s.ResumePrompt)
@@ -139,10 +140,10 @@ func (s *ClaudeSplit) Variant() string {
 	return strings.Join(parts, "+")
 }
 
-// StripClaude checks body against the rebuilt session's projection (ending
+// StripEnvelope checks body against the rebuilt session's projection (ending
 // with the results of boundary) and returns the body to forward. An error is
 // a *bridge.Refusal.
-func StripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce, prompt string) ([]byte, *ClaudeSplit, error) {
+func StripEnvelope(body []byte, prefix []json.RawMessage, boundary []string, nonce, prompt string) ([]byte, *EnvelopeSplit, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, nil, bridge.Refuse("the request body is not valid JSON")
 	}
@@ -151,7 +152,7 @@ func StripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce
 		return nil, nil, bridge.Refuse("the request has no messages array; claude sends the whole conversation as messages")
 	}
 	items := msgs.Array()
-	s := &ClaudeSplit{Nonce: -1}
+	s := &EnvelopeSplit{Nonce: -1}
 	var reminders []gjson.Result
 	for i, m := range items {
 		if r, ok := nonceMessage(m, nonce); ok {
@@ -185,7 +186,7 @@ func StripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce
 		return nil, nil, bridge.Refuse("message %d before the resume envelope is not the boundary tool results (%s)", b, describeMsg(res))
 	}
 	blocks := res.Get("content").Array()
-	marker := ClaudeMarker(nonce)
+	marker := ResumeMarker(nonce)
 	if n := len(blocks); n > 0 && blocks[n-1].Get("type").Str == "text" {
 		switch blocks[n-1].Get("text").Str {
 		case marker:
@@ -236,7 +237,7 @@ func StripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce
 		if j >= len(prefix) {
 			return nil, nil, bridge.Refuse("the request holds more messages before the resume envelope than the rebuilt session's %d: message %d (%s) is not part of it", len(prefix), i, describeMsg(m))
 		}
-		got, err := claude.Canonical([]byte(raw))
+		got, err := Canonical([]byte(raw))
 		if err != nil || string(got) != string(prefix[j]) {
 			return nil, nil, bridge.Refuse("message %d (%s) differs from message %d of the rebuilt session (%s)", i, describeMsg(m), j, describeMsg(gjson.ParseBytes(prefix[j])))
 		}
@@ -268,24 +269,24 @@ func StripClaude(body []byte, prefix []json.RawMessage, boundary []string, nonce
 			s.DateChange = true
 			continue
 		}
-		place := PlacedAfterBoundary
+		place := envelope.PlacedAfterBoundary
 		if s.Reminders > 0 {
-			place, moved[ctxEnd] = PlacedAfterFirstMessage, true
+			place, moved[ctxEnd] = envelope.PlacedAfterFirstMessage, true
 		}
-		s.Context = append(s.Context, ContextItem{Role: "system", Tag: firstLine(text), Length: len(text), SHA256: digest(text), Placement: place})
+		s.Context = append(s.Context, envelope.ContextItem{Role: "system", Tag: firstLine(text), Length: len(text), SHA256: envelope.Digest(text), Placement: place})
 	}
 	for _, m := range items[k+1:] {
 		s.Live = append(s.Live, json.RawMessage(m.Raw))
 	}
-	fwd, err := splice(body, msgs, "["+strings.Join(s.forward(items, blocks, reminders, first, ctxEnd, moved, prompt), ",")+"]")
+	fwd, err := envelope.Splice(body, msgs, "["+strings.Join(s.forward(items, blocks, reminders, first, ctxEnd, moved, prompt), ",")+"]")
 	if err != nil {
 		return nil, nil, err
 	}
 	return fwd, s, nil
 }
 
-// forward builds the messages sent upstream (see Claude).
-func (s *ClaudeSplit) forward(items, blocks, reminders []gjson.Result, first, ctxEnd int, moved map[int]bool, prompt string) []string {
+// forward builds the messages sent upstream (see Envelope).
+func (s *EnvelopeSplit) forward(items, blocks, reminders []gjson.Result, first, ctxEnd int, moved map[int]bool, prompt string) []string {
 	k, b := s.Nonce, s.Boundary
 	// The request's last cache breakpoint, when the nonce or moved launch
 	// context holds it (the first request and its retries): a session that
@@ -303,7 +304,7 @@ func (s *ClaudeSplit) forward(items, blocks, reminders []gjson.Result, first, ct
 		out = append(out, blk.Raw)
 	}
 	if prompt != "" {
-		out = append(out, `{"type":"text","text":`+JSONString(prompt)+`}`)
+		out = append(out, `{"type":"text","text":`+envelope.JSONString(prompt)+`}`)
 	}
 	if cc != "" && !gjson.Get(out[len(out)-1], "cache_control").Exists() {
 		last := out[len(out)-1]
@@ -357,7 +358,7 @@ func nonceMessage(m gjson.Result, nonce string) ([]gjson.Result, bool) {
 // leadingReminders counts the runtime reminder text blocks at the front of c.
 func leadingReminders(c []gjson.Result) int {
 	n := 0
-	for n < len(c) && c[n].Get("type").Str == "text" && claude.IsRuntimeReminder(c[n].Get("text").Str) {
+	for n < len(c) && c[n].Get("type").Str == "text" && IsRuntimeReminder(c[n].Get("text").Str) {
 		n++
 	}
 	return n
@@ -393,7 +394,7 @@ func asContext(m gjson.Result) string {
 		return m.Raw
 	}
 	if len(a) == 1 && a[0].Get("type").Str == "text" {
-		return withContent(m, JSONString(a[0].Get("text").Str))
+		return withContent(m, envelope.JSONString(a[0].Get("text").Str))
 	}
 	parts := make([]string, len(a))
 	for i, b := range a {
@@ -490,7 +491,7 @@ func joinBlocks(bs []gjson.Result) string {
 // describeMsg names a message for a refusal without quoting its content.
 func describeMsg(m gjson.Result) string {
 	var b strings.Builder
-	b.WriteString("role " + trim(m.Get("role").Str))
+	b.WriteString("role " + envelope.Clip(m.Get("role").Str))
 	c := m.Get("content")
 	if c.Type == gjson.String {
 		b.WriteString(", text")
@@ -500,7 +501,7 @@ func describeMsg(m gjson.Result) string {
 	c.ForEach(func(_, blk gjson.Result) bool {
 		k := blk.Get("type").Str
 		if id := blk.Get("id").Str + blk.Get("tool_use_id").Str; id != "" {
-			k += " " + trim(id)
+			k += " " + envelope.Clip(id)
 		}
 		kinds = append(kinds, k)
 		return len(kinds) < 8

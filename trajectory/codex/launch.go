@@ -1,8 +1,7 @@
-package replay
+package codex
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -20,11 +19,11 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/relocate"
-	"github.com/pvisor/pvisor/trajectory/codex"
 )
 
-// codexLauncher continues a Codex rollout with `codex exec resume <id>
+// launcher continues a Codex rollout with `codex exec resume <id>
 // <nonce>`. Codex 0.171.0 re-sends the stored history, then the nonce as a
 // user message; when the resumed world differs from the recorded one
 // (working directory, date, skills listing) it first inserts context updates.
@@ -36,29 +35,29 @@ import (
 // gets as TZ), and the model provider becomes the bridge (Codex refuses a
 // thread whose provider is not configured, and a built-in one cannot be
 // re-pointed).
-type codexLauncher struct{}
+type launcher struct{}
 
-// codexProvider is the provider id the staged rollout and config.toml use.
-const codexProvider = "pvisor_bridge"
+// bridgeProvider is the provider id the staged rollout and config.toml use.
+const bridgeProvider = "pvisor_bridge"
 
-// codexTokenEnv carries the bridge token; config.toml names it as env_key.
-const codexTokenEnv = "PVISOR_BRIDGE_TOKEN"
+// tokenEnv carries the bridge token; config.toml names it as env_key.
+const tokenEnv = "PVISOR_BRIDGE_TOKEN"
 
-func (codexLauncher) Binary() string { return "codex" }
+func (launcher) Binary() string { return "codex" }
 
-func (codexLauncher) NativeCLI() string { return "codex" }
+func (launcher) NativeCLI() string { return "codex" }
 
 // VersionShape is how `--version` prints (codex-cli 0.171.0).
-func (codexLauncher) VersionShape() *regexp.Regexp { return codexVersionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape }
 
-var codexVersionShape = regexp.MustCompile(`(?m)^codex-cli \d+\.\d+\.\d+\S*$`)
+var versionShape = regexp.MustCompile(`(?m)^codex-cli \d+\.\d+\.\d+\S*$`)
 
-func (codexLauncher) Protocol() bridge.Protocol { return bridge.Responses }
+func (launcher) Protocol() bridge.Protocol { return bridge.Responses }
 
 // Replies plays each recorded response after the boundary with its own call
 // ids and kinds: function calls with their JSON arguments, freeform calls
 // (apply_patch) with their input.
-func (codexLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
+func (launcher) Replies(c *launch.Continuation) ([]fakemodel.Reply, error) {
 	t := c.Trajectory
 	i := t.ActionIndex(c.AfterStep)
 	if i < 0 {
@@ -77,7 +76,7 @@ func (codexLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
 			if _, err := src.ReadAt(line, call.Locator.StartByte); err != nil && err != io.EOF {
 				return nil, fmt.Errorf("reading call %s at %s: %w", call.ID, call.Locator, err)
 			}
-			tc, err := codexRecordedCall(line, c.Paths)
+			tc, err := recordedCall(line, c.Paths)
 			if err != nil {
 				return nil, fmt.Errorf("response %d after the boundary (%s): %w", n+1, call.Locator, err)
 			}
@@ -91,7 +90,9 @@ func (codexLauncher) Replies(c *Continuation) ([]fakemodel.Reply, error) {
 	return out, nil
 }
 
-func codexRecordedCall(line []byte, paths relocate.Paths) (fakemodel.ToolCall, error) {
+// recordedCall is the recorded call on line (a rollout record) as the
+// recorded upstream plays it.
+func recordedCall(line []byte, paths relocate.Paths) (fakemodel.ToolCall, error) {
 	p := gjson.GetBytes(line, "payload")
 	id, name := p.Get("call_id").String(), p.Get("name").String()
 	switch typ := p.Get("type").String(); typ {
@@ -112,10 +113,10 @@ func codexRecordedCall(line []byte, paths relocate.Paths) (fakemodel.ToolCall, e
 	}
 }
 
-// codexStaged is a rollout staged in an isolated CODEX_HOME.
-type codexStaged struct {
-	c     *Continuation
-	conv  *envelope.Codex
+// staged is a rollout staged in an isolated CODEX_HOME.
+type staged struct {
+	c     *launch.Continuation
+	conv  *Envelope
 	sid   string
 	path  string // the staged rollout
 	lines int    // lines of the staged rollout (the prefix)
@@ -128,17 +129,17 @@ type codexStaged struct {
 // its parent is the CODEX_HOME the session was recorded with.
 var skillRootRe = regexp.MustCompile("`r\\d+` = `([^`\\n]+)/skills/\\.system`")
 
-func (codexLauncher) Stage(c *Continuation) (Staged, error) {
-	s := &codexStaged{c: c, meta: map[string]any{}}
-	staged, err := s.stage(c.Rebuilt)
+func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
+	s := &staged{c: c, meta: map[string]any{}}
+	rollout, err := s.stage(c.Rebuilt)
 	if err != nil {
 		return nil, err
 	}
-	proj, err := codex.Project(bytes.NewReader(staged))
+	proj, err := Project(bytes.NewReader(rollout))
 	if err != nil {
 		return nil, fmt.Errorf("the staged rollout: %w", err)
 	}
-	if s.conv, err = envelope.NewCodex(proj, c.Envelope); err != nil {
+	if s.conv, err = NewEnvelope(proj, c.Envelope); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -146,7 +147,7 @@ func (codexLauncher) Stage(c *Continuation) (Staged, error) {
 
 // stage rewrites the rebuilt rollout for this sandbox and writes it where
 // Codex finds it by id.
-func (s *codexStaged) stage(rebuilt []byte) ([]byte, error) {
+func (s *staged) stage(rebuilt []byte) ([]byte, error) {
 	oldHome := ""
 	if m := skillRootRe.FindSubmatch(rebuilt); m != nil {
 		oldHome = string(m[1])
@@ -186,9 +187,9 @@ func (s *codexStaged) stage(rebuilt []byte) ([]byte, error) {
 				name = s.fileName(gjson.GetBytes(line, "payload.timestamp").String())
 				s.meta["recorded_provider"] = gjson.GetBytes(line, "payload.model_provider").String()
 			}
-			line = setString(line, "payload.model_provider", codexProvider)
+			line = launch.SetString(line, "payload.model_provider", bridgeProvider)
 		case "event_msg":
-			line = setString(line, "payload.thread_settings.model_provider_id", codexProvider)
+			line = launch.SetString(line, "payload.thread_settings.model_provider_id", bridgeProvider)
 		case "turn_context":
 			if m := gjson.GetBytes(line, "payload.model").String(); m != "" {
 				s.model = m
@@ -224,9 +225,9 @@ func (s *codexStaged) stage(rebuilt []byte) ([]byte, error) {
 // fileName keeps the recorded file name when it names this session (Codex
 // finds a rollout by the id at the end of its name), else builds one from
 // session_meta's timestamp.
-func (s *codexStaged) fileName(ts string) string {
+func (s *staged) fileName(ts string) string {
 	base := filepath.Base(s.c.Source)
-	if id, ok := codex.RolloutID(base); ok && id == s.sid {
+	if id, ok := RolloutID(base); ok && id == s.sid {
 		return base
 	}
 	t, err := time.Parse(time.RFC3339Nano, ts)
@@ -238,7 +239,7 @@ func (s *codexStaged) fileName(ts string) string {
 
 // worldState moves the recorded date to today in the recorded timezone, so
 // Codex sees no change to announce, and remembers the timezone for TZ.
-func (s *codexStaged) worldState(line []byte) []byte {
+func (s *staged) worldState(line []byte) []byte {
 	env := "payload.state.environments"
 	if tz := gjson.GetBytes(line, env+".timezone").String(); tz != "" {
 		s.tz = tz
@@ -256,46 +257,32 @@ func (s *codexStaged) worldState(line []byte) []byte {
 	if today != rec {
 		s.meta["world_state_date"] = map[string]any{"recorded": rec, "staged": today}
 	}
-	return setString(line, env+".current_date", today)
+	return launch.SetString(line, env+".current_date", today)
 }
 
-// setString replaces the string at path in line, if there is one, leaving
-// every other byte as it was.
-func setString(line []byte, path, value string) []byte {
-	v := gjson.GetBytes(line, path)
-	if v.Type != gjson.String || v.Index <= 0 || v.Str == value {
-		return line
-	}
-	out := make([]byte, 0, len(line)+len(value))
-	out = append(out, line[:v.Index]...)
-	q, _ := json.Marshal(value) // a string always encodes
-	out = append(out, q...)
-	return append(out, line[v.Index+len(v.Raw):]...)
-}
-
-func (s *codexStaged) Conversation() envelope.Conversation { return s.conv }
+func (s *staged) Conversation() envelope.Conversation { return s.conv }
 
 // Command writes config.toml for the bridge and resumes the thread with the
 // nonce as its prompt (exec resume cannot start without one).
-func (s *codexStaged) Command(b BridgeAddr) (Command, error) {
-	cfg := codexConfig(codexProvider, s.model, b.URL)
+func (s *staged) Command(b launch.BridgeAddr) (launch.Command, error) {
+	cfg := config(bridgeProvider, s.model, b.URL)
 	if err := os.WriteFile(filepath.Join(s.c.Home, "config.toml"), cfg, 0o600); err != nil {
-		return Command{}, err
+		return launch.Command{}, err
 	}
 	args := []string{"exec", "resume", "--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox"}
 	args = append(args, s.c.AgentArgs...)
 	args = append(args, s.sid, s.c.Envelope.Nonce)
-	env := []string{"CODEX_HOME=" + s.c.Home, codexTokenEnv + "=" + b.Token}
+	env := []string{"CODEX_HOME=" + s.c.Home, tokenEnv + "=" + b.Token}
 	if s.tz != "" {
 		env = append(env, "TZ="+s.tz)
 	}
-	return Command{Args: args, Env: env}, nil
+	return launch.Command{Args: args, Env: env}, nil
 }
 
-// codexConfig is the config.toml that sends Codex's model requests to the
+// config is the config.toml that sends Codex's model requests to the
 // bridge at url through provider: responses wire API, no websockets, no
 // update check, analytics or plugins.
-func codexConfig(provider, model, url string) []byte {
+func config(provider, model, url string) []byte {
 	var cfg strings.Builder
 	if model != "" {
 		fmt.Fprintf(&cfg, "model = %q\n", model)
@@ -316,6 +303,6 @@ base_url = %q
 wire_api = "responses"
 env_key = %q
 supports_websockets = false
-`, provider, provider, url+"/v1", codexTokenEnv)
+`, provider, provider, url+"/v1", tokenEnv)
 	return []byte(cfg.String())
 }

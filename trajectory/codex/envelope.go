@@ -1,4 +1,4 @@
-package envelope
+package codex
 
 import (
 	"bytes"
@@ -12,10 +12,10 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/bridge"
-	"github.com/pvisor/pvisor/trajectory/codex"
+	"github.com/pvisor/pvisor/bridge/envelope"
 )
 
-// Codex is the envelope of `codex exec resume <id> <nonce>` (0.15x–0.17x).
+// Envelope is the envelope of `codex exec resume <id> <nonce>` (0.15x–0.17x).
 //
 // Every request Codex sends on the resumed thread re-sends the whole history:
 //
@@ -33,24 +33,24 @@ import (
 // nonce exactly once in the whole body. The forwarded input drops the nonce,
 // or puts the boundary prompt in its place, and keeps every other byte of the
 // body as Codex sent it.
-type Codex struct {
-	tracker
+type Envelope struct {
+	*envelope.Tracker
 	prefix []json.RawMessage
 	want   []any // prefix items decoded, for the slow comparison path
 }
 
-// NewCodex returns the envelope for a session whose projection up to the
+// NewEnvelope returns the envelope for a session whose projection up to the
 // boundary is p.
-func NewCodex(p *codex.Projection, opts Options) (*Codex, error) {
-	if !ValidNonce(opts.Nonce) {
+func NewEnvelope(p *Projection, opts envelope.Options) (*Envelope, error) {
+	if !envelope.ValidNonce(opts.Nonce) {
 		return nil, fmt.Errorf("codex envelope: nonce %q does not have the shape NewNonce returns", opts.Nonce)
 	}
 	if len(p.Items) == 0 {
 		return nil, fmt.Errorf("codex envelope: the rebuilt session has no model-visible items")
 	}
-	c := &Codex{tracker: tracker{opts: opts}, prefix: p.Items, want: make([]any, len(p.Items))}
+	c := &Envelope{Tracker: envelope.NewTracker(opts), prefix: p.Items, want: make([]any, len(p.Items))}
 	for i, it := range p.Items {
-		v, err := decode(it)
+		v, err := decodeItem(it)
 		if err != nil {
 			return nil, fmt.Errorf("codex envelope: projection item %d: %w", i, err)
 		}
@@ -60,48 +60,49 @@ func NewCodex(p *codex.Projection, opts Options) (*Codex, error) {
 }
 
 // Check validates one request and returns the body to forward.
-func (c *Codex) Check(ctx context.Context, req *bridge.Request) ([]byte, error) {
-	c.checked()
+func (c *Envelope) Check(ctx context.Context, req *bridge.Request) ([]byte, error) {
+	c.Checked()
 	if req.Route != bridge.RouteResponses {
 		return nil, bridge.Refuse("codex talks to /v1/responses only; this request went to the %s route", req.Route)
 	}
-	fwd, s, err := stripCodex(req.Body, c.prefix, c.want, c.opts.Nonce, c.opts.Prompt)
+	opts := c.Options()
+	fwd, s, err := stripEnvelope(req.Body, c.prefix, c.want, opts.Nonce, opts.Prompt)
 	if err != nil {
 		return nil, err
 	}
-	live := liveTurns(s.Live)
-	if err := c.overBudget(ctx, live); err != nil {
+	live := envelope.LiveTurns(s.Live)
+	if err := c.OverBudget(ctx, live); err != nil {
 		return nil, err
 	}
-	c.accepted(codexVariant(s), live, len(s.Live) == 0, c.opts.Prompt != "", len(s.Runtime), s.Context)
+	c.Accepted(s.variant(), live, len(s.Live) == 0, opts.Prompt != "", len(s.Runtime), s.Context)
 	return fwd, nil
 }
 
-// CodexSplit is one request's input cut at the envelope.
-type CodexSplit struct {
-	Runtime []json.RawMessage // the regenerated instructions message
-	Prefix  []json.RawMessage // equal to the rebuilt session's projection
-	Context []ContextItem     // world-state updates before the nonce
-	Nonce   int               // index of the nonce item in input
-	Live    []json.RawMessage // after the nonce
+// EnvelopeSplit is one request's input cut at the envelope.
+type EnvelopeSplit struct {
+	Runtime []json.RawMessage      // the regenerated instructions message
+	Prefix  []json.RawMessage      // equal to the rebuilt session's projection
+	Context []envelope.ContextItem // world-state updates before the nonce
+	Nonce   int                    // index of the nonce item in input
+	Live    []json.RawMessage      // after the nonce
 }
 
-// StripCodex checks body against the rebuilt session's projection prefix and
+// StripEnvelope checks body against the rebuilt session's projection prefix and
 // returns the body to forward: the nonce item removed, or replaced by the
 // boundary prompt when prompt is not empty. An error is a *bridge.Refusal.
-func StripCodex(body []byte, prefix []json.RawMessage, nonce, prompt string) ([]byte, *CodexSplit, error) {
+func StripEnvelope(body []byte, prefix []json.RawMessage, nonce, prompt string) ([]byte, *EnvelopeSplit, error) {
 	want := make([]any, len(prefix))
 	for i, it := range prefix {
-		v, err := decode(it)
+		v, err := decodeItem(it)
 		if err != nil {
 			return nil, nil, fmt.Errorf("projection item %d: %w", i, err)
 		}
 		want[i] = v
 	}
-	return stripCodex(body, prefix, want, nonce, prompt)
+	return stripEnvelope(body, prefix, want, nonce, prompt)
 }
 
-func stripCodex(body []byte, prefix []json.RawMessage, want []any, nonce, prompt string) ([]byte, *CodexSplit, error) {
+func stripEnvelope(body []byte, prefix []json.RawMessage, want []any, nonce, prompt string) ([]byte, *EnvelopeSplit, error) {
 	if !gjson.ValidBytes(body) {
 		return nil, nil, bridge.Refuse("the request body is not valid JSON")
 	}
@@ -128,7 +129,7 @@ func stripCodex(body []byte, prefix []json.RawMessage, want []any, nonce, prompt
 		return nil, nil, bridge.Refuse("the resume nonce appears %d times in the request; only its user message may hold it", n)
 	}
 
-	s := &CodexSplit{Nonce: k}
+	s := &EnvelopeSplit{Nonce: k}
 	off := 0
 	if len(items) > 0 && !equalItem(items[0], prefix[0], want[0]) {
 		if !isMessage(items[0], "developer") {
@@ -144,8 +145,8 @@ func stripCodex(body []byte, prefix []json.RawMessage, want []any, nonce, prompt
 		}
 		if !equalItem(items[j], prefix[i], want[i]) {
 			where := "an undecodable item"
-			if v, err := decode(json.RawMessage(items[j].Raw)); err == nil {
-				where = firstDifference(v, want[i], "")
+			if v, err := decodeItem(json.RawMessage(items[j].Raw)); err == nil {
+				where = envelope.FirstDifference(v, want[i], "")
 			}
 			return nil, nil, bridge.Refuse("input item %d (%s) differs from item %d of the rebuilt session (%s) at %s", j, describe(items[j]), i, describe(gjson.ParseBytes(prefix[i])), where)
 		}
@@ -171,7 +172,7 @@ func stripCodex(body []byte, prefix []json.RawMessage, want []any, nonce, prompt
 			out = append(out, promptItem(prompt))
 		}
 	}
-	fwd, err := splice(body, in, "["+strings.Join(out, ",")+"]")
+	fwd, err := envelope.Splice(body, in, "["+strings.Join(out, ",")+"]")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,28 +203,28 @@ var tagRe = regexp.MustCompile(`^<([a-z][a-z_ ]*)>[\s\S]*</([a-z][a-z_ ]*)>\s*$`
 // contextItem accepts a developer or user message whose every text part is
 // one tagged context block (<environment_context>…</environment_context>,
 // <skills_instructions>…): what Codex inserts when the world changed.
-func contextItem(it gjson.Result) (ContextItem, bool) {
+func contextItem(it gjson.Result) (envelope.ContextItem, bool) {
 	role := it.Get("role").Str
 	if !isMessage(it, role) || (role != "developer" && role != "user") {
-		return ContextItem{}, false
+		return envelope.ContextItem{}, false
 	}
 	parts := it.Get("content").Array()
 	if len(parts) == 0 {
-		return ContextItem{}, false
+		return envelope.ContextItem{}, false
 	}
 	var text strings.Builder
 	tag := ""
 	for _, p := range parts {
 		m := tagRe.FindStringSubmatch(p.Get("text").Str)
 		if p.Get("type").Str != "input_text" || m == nil || m[1] != m[2] {
-			return ContextItem{}, false
+			return envelope.ContextItem{}, false
 		}
 		if tag == "" {
 			tag = m[1]
 		}
 		text.WriteString(p.Get("text").Str)
 	}
-	return ContextItem{Role: role, Tag: tag, Length: text.Len(), SHA256: digest(text.String()), Placement: PlacedAfterBoundary}, true
+	return envelope.ContextItem{Role: role, Tag: tag, Length: text.Len(), SHA256: envelope.Digest(text.String()), Placement: envelope.PlacedAfterBoundary}, true
 }
 
 // equalItem compares a request item with a projection item: the bytes, or
@@ -233,13 +234,13 @@ func equalItem(got gjson.Result, raw json.RawMessage, want any) bool {
 	if got.Raw == string(raw) {
 		return true
 	}
-	v, err := decode(json.RawMessage(got.Raw))
+	v, err := decodeItem(json.RawMessage(got.Raw))
 	return err == nil && reflect.DeepEqual(v, want)
 }
 
 // decode parses an item with numbers kept as written and the reasoning null
 // normalised away.
-func decode(raw json.RawMessage) (any, error) {
+func decodeItem(raw json.RawMessage) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
@@ -266,71 +267,21 @@ func describe(it gjson.Result) string {
 		b.WriteString(" role " + r)
 	}
 	if id := it.Get("call_id").Str; id != "" {
-		b.WriteString(" call_id " + trim(id))
+		b.WriteString(" call_id " + envelope.Clip(id))
 	}
 	if n := it.Get("name").Str; n != "" {
-		b.WriteString(" name " + trim(n))
+		b.WriteString(" name " + envelope.Clip(n))
 	}
 	return b.String()
 }
 
-func trim(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
-}
-
 func promptItem(prompt string) string {
-	return `{"type":"message","role":"user","content":[{"type":"input_text","text":` + JSONString(prompt) + `}]}`
+	return `{"type":"message","role":"user","content":[{"type":"input_text","text":` + envelope.JSONString(prompt) + `}]}`
 }
 
-// JSONString is s as a JSON string, with HTML characters as they are (the
-// way the CLIs write them).
-func JSONString(s string) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return strings.TrimSuffix(b.String(), "\n")
-}
-
-// splice replaces the bytes of v (a value inside body) with repl, leaving
-// every other byte of body as it was.
-func splice(body []byte, v gjson.Result, repl string) ([]byte, error) {
-	start, end := v.Index, v.Index+len(v.Raw)
-	if v.Index <= 0 || end > len(body) || string(body[start:end]) != v.Raw {
-		return nil, bridge.Refuse("internal error: cannot locate the input array in the request body")
-	}
-	out := make([]byte, 0, len(body)-len(v.Raw)+len(repl))
-	out = append(out, body[:start]...)
-	out = append(out, repl...)
-	return append(out, body[end:]...), nil
-}
-
-// liveTurns counts the model responses past the boundary: runs of model
-// items (assistant messages, reasoning, calls) separated by anything else.
-func liveTurns(items []json.RawMessage) int {
-	n, inRun := 0, false
-	for _, raw := range items {
-		it := gjson.ParseBytes(raw)
-		typ, role := it.Get("type").Str, it.Get("role").Str
-		switch {
-		case (typ == "message" || typ == "") && role == "assistant", typ == "reasoning", strings.HasSuffix(typ, "_call"):
-			if !inRun {
-				n++
-				inRun = true
-			}
-		default:
-			inRun = false
-		}
-	}
-	return n
-}
-
-// codexVariant names the envelope parts one request had: the nonce item,
-// after the world-state updates Codex inserted before it, if any.
-func codexVariant(s *CodexSplit) string {
+// variant names the envelope parts one request had: the nonce item, after
+// the world-state updates Codex inserted before it, if any.
+func (s *EnvelopeSplit) variant() string {
 	if len(s.Context) > 0 {
 		return "context+nonce"
 	}

@@ -1,4 +1,4 @@
-package replay
+package claude
 
 import (
 	"bytes"
@@ -12,41 +12,30 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/relocate"
-	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/trajectory"
-	"github.com/pvisor/pvisor/trajectory/claude"
 )
 
-const claudeE2E = "../testdata/e2e/sessions/claude-code@2.1.197"
+const testNonce = "__PVISOR_NATIVE_REPLAY_00112233445566778899aabbccddeeff__"
 
-func claudeContinuation(t *testing.T, step int) *Continuation {
+// continuation is the recorded Claude Code session (claudeSessionDir) cut
+// after step, rebuilt and ready to stage.
+func continuation(t *testing.T, step int) *launch.Continuation {
 	t.Helper()
-	session := sessionFile(t, claudeE2E)
-	plan, err := BuildPlan(&Request{Agent: "claude-code", Trajectory: session, AfterStep: step})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var prefix bytes.Buffer
-	if err := claude.New().WritePrefix(&prefix, bytes.NewReader(data), int64(len(data)), plan.Trajectory, step); err != nil {
-		t.Fatal(err)
-	}
+	session, tr, prefix := recordedCut(t, step)
 	dir := t.TempDir()
-	return &Continuation{Trajectory: plan.Trajectory, AfterStep: step, Source: session, Rebuilt: prefix.Bytes(),
+	return &launch.Continuation{Trajectory: tr, AfterStep: step, Source: session, Rebuilt: prefix,
 		Workspace: filepath.Join(dir, "ws"), Home: filepath.Join(dir, "home"),
-		Paths:    relocate.Paths{From: plan.Trajectory.Cwd, To: filepath.Join(dir, "ws")},
+		Paths:    relocate.Paths{From: tr.Cwd, To: filepath.Join(dir, "ws")},
 		Envelope: envelope.Options{Nonce: testNonce, MaxLiveTurns: 3}}
 }
 
 // The recorded upstream gets each later response with its own tool_use ids,
 // inputs moved to the workspace.
 func TestClaudeReplies(t *testing.T) {
-	c := claudeContinuation(t, 2)
-	got, err := claudeLauncher{}.Replies(c)
+	c := continuation(t, 2)
+	got, err := launcher{}.Replies(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,14 +53,14 @@ func TestClaudeReplies(t *testing.T) {
 }
 
 func TestClaudeStageAndCommand(t *testing.T) {
-	c := claudeContinuation(t, 2)
+	c := continuation(t, 2)
 	c.AgentArgs = []string{"--model", "opus"}
-	st, err := claudeLauncher{}.Stage(c)
+	st, err := launcher{}.Stage(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := st.(*claudeStaged)
-	want := claude.StagePath(filepath.Join(c.Home, "claude-config"), c.Workspace, c.Trajectory.SessionID)
+	s := st.(*staged)
+	want := StagePath(filepath.Join(c.Home, "claude-config"), c.Workspace, c.Trajectory.SessionID)
 	if s.path != want {
 		t.Errorf("staged at %s, want %s", s.path, want)
 	}
@@ -82,7 +71,7 @@ func TestClaudeStageAndCommand(t *testing.T) {
 	if bytes.Contains(staged, []byte(c.Paths.From)) || !bytes.Contains(staged, []byte(`"cwd":"`+c.Workspace+`"`)) {
 		t.Error("the staged session still names the recorded directory")
 	}
-	cmd, err := st.Command(BridgeAddr{URL: "http://127.0.0.1:1234", Token: "tok-secret"})
+	cmd, err := st.Command(launch.BridgeAddr{URL: "http://127.0.0.1:1234", Token: "tok-secret"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +84,7 @@ func TestClaudeStageAndCommand(t *testing.T) {
 		t.Error("the bridge token is in argv")
 	}
 	for _, kv := range []string{"ANTHROPIC_API_KEY=tok-secret", "ANTHROPIC_BASE_URL=http://127.0.0.1:1234",
-		"CLAUDE_CONFIG_DIR=" + filepath.Join(c.Home, "claude-config"), "CLAUDE_CODE_RESUME_PROMPT=" + envelope.ClaudeMarker(testNonce),
+		"CLAUDE_CONFIG_DIR=" + filepath.Join(c.Home, "claude-config"), "CLAUDE_CODE_RESUME_PROMPT=" + ResumeMarker(testNonce),
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1"} {
 		if !slices.Contains(cmd.Env, kv) {
 			t.Errorf("env lacks %s", kv)
@@ -108,8 +97,8 @@ func TestClaudeStageAndCommand(t *testing.T) {
 	// --agent-arg choosing the tools wins over the inferred list; without
 	// --model the recorded model is passed.
 	c.AgentArgs = []string{"--tools=Bash"}
-	st, _ = claudeLauncher{}.Stage(c)
-	cmd, _ = st.Command(BridgeAddr{URL: "u", Token: "t"})
+	st, _ = launcher{}.Stage(c)
+	cmd, _ = st.Command(launch.BridgeAddr{URL: "u", Token: "t"})
 	if slices.Contains(cmd.Args, "--tools") {
 		t.Errorf("args %v add --tools next to --agent-arg's", cmd.Args)
 	}
@@ -118,9 +107,9 @@ func TestClaudeStageAndCommand(t *testing.T) {
 	}
 }
 
-// claudeResumed is a staged two-line session followed by what 2.1.197 writes
+// resumedSession is a staged two-line session followed by what 2.1.197 writes
 // when it resumes it with the nonce (boundary-envelope.md §1.5).
-func claudeResumed(marker, nonce string) (string, int) {
+func resumedSession(marker, nonce string) (string, int) {
 	q := func(s string) string { return strings.ReplaceAll(s, "'", `"`) + "\n" }
 	staged := q(`{'parentUuid':null,'type':'user','uuid':'u1','sessionId':'s','message':{'role':'user','content':'task'}}`) +
 		q(`{'parentUuid':'u1','type':'assistant','uuid':'a1','sessionId':'s','message':{'id':'m1','role':'assistant','content':[{'type':'tool_use','id':'c1','name':'Bash','input':{}}]}}`) +
@@ -137,10 +126,10 @@ func claudeResumed(marker, nonce string) (string, int) {
 	return resumed, 3
 }
 
-func TestCleanClaudeSession(t *testing.T) {
-	marker := envelope.ClaudeMarker(testNonce)
-	data, n := claudeResumed(marker, testNonce)
-	clean, removed, err := cleanClaudeSession([]byte(data), testNonce, marker, n)
+func TestCleanSession(t *testing.T) {
+	marker := ResumeMarker(testNonce)
+	data, n := resumedSession(marker, testNonce)
+	clean, removed, err := cleanSession([]byte(data), testNonce, marker, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +145,7 @@ func TestCleanClaudeSession(t *testing.T) {
 		t.Errorf("removed %v", removed)
 	}
 	// The cleaned session still decodes, with the live answer on the chain.
-	tr, err := claude.New().Decode(bytes.NewReader(clean), trajectory.Options{})
+	tr, err := New().Decode(bytes.NewReader(clean), trajectory.Options{})
 	if err != nil || len(tr.Actions) != 2 || tr.Actions[1].Text != "done" {
 		t.Errorf("decoded %v, %v", tr, err)
 	}
@@ -167,7 +156,7 @@ func TestCleanClaudeSession(t *testing.T) {
 		"file rewritten": {"{}\n", "fewer than the 3 staged"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := cleanClaudeSession([]byte(tc.data), testNonce, marker, n)
+			_, _, err := cleanSession([]byte(tc.data), testNonce, marker, n)
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("err = %v, want %q", err, tc.err)
 			}
@@ -175,51 +164,18 @@ func TestCleanClaudeSession(t *testing.T) {
 	}
 }
 
-func TestClaudeLauncherRegistered(t *testing.T) {
-	l, ok := launcherOf("claude-code")
-	if !ok || l.Binary() != "claude" {
-		t.Fatal("claude-code has no launcher")
-	}
-}
-
-// replayTestedOnly are agents listed in versions.txt whose releases the
-// replay is tested against (their own runtime's semantics) but which have
-// no continuation launcher yet.
-var replayTestedOnly = map[string]bool{}
-
-// Every agent with a launcher has a tested range, and every tested agent a
-// launcher: versions.txt and the registry cannot drift apart.
-func TestLaunchersHaveTestedRanges(t *testing.T) {
-	for agent := range launchers {
-		if len(tested.Of(agent)) == 0 {
-			t.Errorf("%s has a launcher but no tested release in replay/tested/versions.txt", agent)
-		}
-		if replayTestedOnly[agent] {
-			t.Errorf("%s has a launcher now: remove it from replayTestedOnly", agent)
-		}
-	}
-	for _, r := range tested.Releases {
-		if replayTestedOnly[r.Agent] {
-			continue
-		}
-		if l, ok := launcherOf(r.Agent); !ok || l.Binary() != r.Binary {
-			t.Errorf("versions.txt lists %s (binary %s), which has no launcher with that binary", r.Agent, r.Binary)
-		}
-	}
-}
-
-// TestCleanClaudeSession2332 cleans a session Claude Code 2.1.332 really
+// TestCleanSession2332 cleans a session Claude Code 2.1.332 really
 // continued (staged prefix of 14 lines, resumed with the nonce on stdin
 // against the fake model, one tool call, then an answer): no resume prompt
 // record, the launch-context attachments hang off the nonce, and the
 // request log (api-request-blob) holds the nonce.
-func TestCleanClaudeSession2332(t *testing.T) {
+func TestCleanSession2332(t *testing.T) {
 	const nonce2332 = "__PVISOR_NATIVE_REPLAY_c4ea15acb7c17e76f2a17df90fb27abb__"
 	data, err := os.ReadFile("testdata/claude-resumed-2.1.332.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	clean, removed, err := cleanClaudeSession(data, nonce2332, "__PVISOR_RESUME_MARKER_x__", 14)
+	clean, removed, err := cleanSession(data, nonce2332, "__PVISOR_RESUME_MARKER_x__", 14)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +200,7 @@ func TestCleanClaudeSession2332(t *testing.T) {
 			t.Errorf("environment attachment hangs off %s", gjson.GetBytes(l, "parentUuid").Str)
 		}
 	}
-	tr, err := claude.New().Decode(bytes.NewReader(clean), trajectory.Options{})
+	tr, err := New().Decode(bytes.NewReader(clean), trajectory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

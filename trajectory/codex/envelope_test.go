@@ -1,4 +1,4 @@
-package envelope
+package codex
 
 import (
 	"bufio"
@@ -18,20 +18,20 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/trajectory"
-	"github.com/pvisor/pvisor/trajectory/codex"
 )
 
 const (
-	session = "../../testdata/e2e/sessions/codex@0.171.0"
-	nonce   = "__PVISOR_NATIVE_REPLAY_0123456789abcdef0123456789abcdef__"
+	sessionDir = "../../testdata/e2e/sessions/codex@0.171.0"
+	nonce      = "__PVISOR_NATIVE_REPLAY_0123456789abcdef0123456789abcdef__"
 )
 
 // fixture is the recorded Codex session cut after step 2: the projection of
 // the rebuilt prefix, and the request the real CLI sent at that point (which
 // is what it sends on resume, plus the nonce).
 type fixture struct {
-	proj *codex.Projection
+	proj *Projection
 	// body is the recorded request with the nonce item appended to its input.
 	body []byte
 }
@@ -40,24 +40,24 @@ var nonceItem = `{"type":"message","id":"msg_01a229ab-e6d8-7a70-87d0-0da1570ef16
 
 func load(t testing.TB) fixture {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(session, "rollout-*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(sessionDir, "rollout-*.jsonl"))
 	data, err := os.ReadFile(files[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := codex.New().Decode(bytes.NewReader(data), trajectory.Options{})
+	tr, err := New().Decode(bytes.NewReader(data), trajectory.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var prefix bytes.Buffer
-	if err := codex.New().WritePrefix(&prefix, bytes.NewReader(data), int64(len(data)), tr, 2); err != nil {
+	if err := New().WritePrefix(&prefix, bytes.NewReader(data), int64(len(data)), tr, 2); err != nil {
 		t.Fatal(err)
 	}
-	proj, err := codex.Project(&prefix)
+	proj, err := Project(&prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(filepath.Join(session, "requests.jsonl.gz"))
+	f, err := os.Open(filepath.Join(sessionDir, "requests.jsonl.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func load(t testing.TB) fixture {
 	sc := bufio.NewScanner(zr)
 	sc.Buffer(nil, 8<<20)
 	for i := 0; sc.Scan(); i++ {
-		if i == codex.New().PrefixModelTurns(tr, 2) {
+		if i == New().PrefixModelTurns(tr, 2) {
 			body := gjson.GetBytes(sc.Bytes(), "body").Raw
 			return fixture{proj: proj, body: []byte(withItems(t, body, nonceItem))}
 		}
@@ -108,12 +108,12 @@ func request(body string) *bridge.Request {
 	return &bridge.Request{Seq: 1, Protocol: bridge.Responses, Route: bridge.RouteResponses, Path: "/v1/responses", Body: []byte(body)}
 }
 
-func newCodex(t testing.TB, fx fixture, opts Options) *Codex {
+func newCodex(t testing.TB, fx fixture, opts envelope.Options) *Envelope {
 	t.Helper()
 	if opts.Nonce == "" {
 		opts.Nonce = nonce
 	}
-	c, err := NewCodex(fx.proj, opts)
+	c, err := NewEnvelope(fx.proj, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func newCodex(t testing.TB, fx fixture, opts Options) *Codex {
 // prefix, every other byte of the body untouched.
 func TestCodexFirstRequestEndsAtTheBoundary(t *testing.T) {
 	fx := load(t)
-	c := newCodex(t, fx, Options{})
+	c := newCodex(t, fx, envelope.Options{})
 	fwd, err := c.Check(context.Background(), request(string(fx.body)))
 	if err != nil {
 		t.Fatal(err)
@@ -144,20 +144,12 @@ func TestCodexFirstRequestEndsAtTheBoundary(t *testing.T) {
 	}
 }
 
-func rawStrings(items []json.RawMessage) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = string(it)
-	}
-	return out
-}
-
 // The boundary prompt takes the nonce's place in every request, and later
 // requests keep what the model and tools added after it.
 func TestCodexPromptStaysInPlace(t *testing.T) {
 	fx := load(t)
 	const prompt = "Please <b>check</b> the tests & \"stop\"."
-	c := newCodex(t, fx, Options{Prompt: prompt})
+	c := newCodex(t, fx, envelope.Options{Prompt: prompt})
 	live := []string{
 		`{"type":"message","status":"completed","id":"msg_x","role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[],"logprobs":[]}]}`,
 		`{"type":"function_call","status":"completed","id":"fc_x","name":"exec_command","arguments":"{\"cmd\":\"ls\"}","call_id":"call_live"}`,
@@ -186,7 +178,7 @@ func TestCodexPromptStaysInPlace(t *testing.T) {
 
 func TestCodexContextItemsAreForwardedAndReported(t *testing.T) {
 	fx := load(t)
-	c := newCodex(t, fx, Options{})
+	c := newCodex(t, fx, envelope.Options{})
 	env := `{"type":"message","id":"msg_e","role":"user","content":[{"type":"input_text","text":"<environment_context>\n  <current_date>2026-12-01</current_date>\n</environment_context>"}]}`
 	body := strings.Replace(string(fx.body), ","+nonceItem, ","+env+","+nonceItem, 1)
 	fwd, err := c.Check(context.Background(), request(body))
@@ -196,7 +188,7 @@ func TestCodexContextItemsAreForwardedAndReported(t *testing.T) {
 	if !strings.Contains(string(fwd), "2026-12-01") {
 		t.Error("the context item was not forwarded")
 	}
-	want := []ContextItem{{Role: "user", Tag: "environment_context", Length: 86, SHA256: digest(gjson.Get(env, "content.0.text").Str), Requests: 1, Placement: PlacedAfterBoundary}}
+	want := []envelope.ContextItem{{Role: "user", Tag: "environment_context", Length: 86, SHA256: envelope.Digest(gjson.Get(env, "content.0.text").Str), Requests: 1, Placement: envelope.PlacedAfterBoundary}}
 	if d := cmp.Diff(want, c.Report().ContextInserted); d != "" {
 		t.Errorf("context items (-want +got):\n%s", d)
 	}
@@ -216,7 +208,7 @@ func TestCodexReasoningNullContent(t *testing.T) {
 			t.Fatal("fixture reasoning item has no null content")
 		}
 		body := replaceItem(t, string(fx.body), i, stripped)
-		if _, err := newCodex(t, fx, Options{}).Check(context.Background(), request(body)); err != nil {
+		if _, err := newCodex(t, fx, envelope.Options{}).Check(context.Background(), request(body)); err != nil {
 			t.Errorf("reasoning without content refused: %v", err)
 		}
 		return
@@ -250,7 +242,7 @@ func TestCodexRefusals(t *testing.T) {
 		{"count tokens route", body, bridge.RouteCountTokens, "codex talks to /v1/responses only"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCodex(t, fx, Options{})
+			c := newCodex(t, fx, envelope.Options{})
 			req := request(tc.body)
 			if tc.route != "" {
 				req.Route = tc.route
@@ -278,7 +270,7 @@ func TestCodexRefusals(t *testing.T) {
 func TestCodexBudgetHoldsTheRequest(t *testing.T) {
 	fx := load(t)
 	var calls atomic.Int32
-	c := newCodex(t, fx, Options{MaxLiveTurns: 1, OnBudget: func() { calls.Add(1) }})
+	c := newCodex(t, fx, envelope.Options{MaxLiveTurns: 1, OnBudget: func() { calls.Add(1) }})
 	if _, err := c.Check(context.Background(), request(string(fx.body))); err != nil {
 		t.Fatalf("the first turn is within the budget: %v", err)
 	}
@@ -299,12 +291,9 @@ func TestCodexBudgetHoldsTheRequest(t *testing.T) {
 	}
 }
 
-func TestNonce(t *testing.T) {
-	a, b := NewNonce(), NewNonce()
-	if a == b || !ValidNonce(a) || !ValidNonce(b) {
-		t.Errorf("nonces %q %q", a, b)
-	}
-	if _, err := NewCodex(&codex.Projection{Items: []json.RawMessage{[]byte(`{}`)}}, Options{Nonce: "short"}); err == nil {
+// A nonce that NewNonce did not make is refused.
+func TestEnvelopeRefusesAMalformedNonce(t *testing.T) {
+	if _, err := NewEnvelope(&Projection{Items: []json.RawMessage{[]byte(`{}`)}}, envelope.Options{Nonce: "short"}); err == nil {
 		t.Error("a malformed nonce was accepted")
 	}
 }
@@ -333,7 +322,7 @@ func FuzzCodexStrip(f *testing.F) {
 	f.Add([]byte(`{"input":"`+nonce+`"}`), "")
 	f.Add([]byte(`[]`), "")
 	f.Fuzz(func(t *testing.T, body []byte, prompt string) {
-		fwd, s, err := StripCodex(body, fuzzPrefix, nonce, prompt)
+		fwd, s, err := StripEnvelope(body, fuzzPrefix, nonce, prompt)
 		if err != nil {
 			var ref *bridge.Refusal
 			if !errors.As(err, &ref) {
@@ -366,7 +355,7 @@ func FuzzCodexStrip(f *testing.F) {
 // function of the body, and the counts add up.
 func TestCodexConcurrentRetries(t *testing.T) {
 	fx := load(t)
-	c := newCodex(t, fx, Options{Prompt: "p"})
+	c := newCodex(t, fx, envelope.Options{Prompt: "p"})
 	const n = 16
 	outs := make(chan []byte, n)
 	for i := 0; i < n; i++ {

@@ -1,4 +1,4 @@
-package replay
+package codex
 
 import (
 	"bytes"
@@ -10,11 +10,13 @@ import (
 	"strings"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/replay/launch"
 )
 
 // Collect finds the rollout Codex continued (the newest file of the thread:
 // Codex may rotate it) and removes the resume envelope from it.
-func (s *codexStaged) Collect() (*Collected, error) {
+func (s *staged) Collect() (*launch.Collected, error) {
 	path, err := s.continuedRollout()
 	if err != nil {
 		return nil, err
@@ -23,10 +25,10 @@ func (s *codexStaged) Collect() (*Collected, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id := gjson.GetBytes(firstLineOf(data), "payload.id").String(); id != s.sid {
+	if id := gjson.GetBytes(launch.FirstLine(data), "payload.id").String(); id != s.sid {
 		return nil, fmt.Errorf("%s belongs to session %q, not the resumed %s", path, id, s.sid)
 	}
-	clean, removed, ctxItems, err := cleanCodexRollout(data, s.c.Envelope.Nonce, s.lines)
+	clean, removed, ctxItems, err := cleanRollout(data, s.c.Envelope.Nonce, s.lines)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -34,10 +36,10 @@ func (s *codexStaged) Collect() (*Collected, error) {
 	if len(ctxItems) > 0 {
 		meta["inserted_context_items"] = ctxItems
 	}
-	return &Collected{Session: clean, Metadata: meta}, nil
+	return &launch.Collected{Session: clean, Metadata: meta}, nil
 }
 
-func (s *codexStaged) continuedRollout() (string, error) {
+func (s *staged) continuedRollout() (string, error) {
 	var best string
 	var bestMod int64
 	err := filepath.WalkDir(filepath.Join(s.c.Home, "sessions"), func(p string, d os.DirEntry, err error) error {
@@ -62,14 +64,7 @@ func (s *codexStaged) continuedRollout() (string, error) {
 	return best, nil
 }
 
-func firstLineOf(b []byte) []byte {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return b[:i]
-	}
-	return b
-}
-
-// cleanCodexRollout removes the records the resume wrote for the nonce: its
+// cleanRollout removes the records the resume wrote for the nonce: its
 // response_item user message, and the events that echo it (item_completed
 // UserMessage in 0.17x, user_message in older CLIs). The turn scaffolding
 // around it (task_started, turn_context, …) stays: Codex resumes the cleaned
@@ -77,7 +72,7 @@ func firstLineOf(b []byte) []byte {
 // after the staged prefix (the first prefixLines lines) are kept and listed.
 // Any other occurrence of the nonce is an error: a record this cleaner does
 // not know would carry the transport prompt into the session.
-func cleanCodexRollout(data []byte, nonce string, prefixLines int) (clean []byte, removed, ctxItems []map[string]any, err error) {
+func cleanRollout(data []byte, nonce string, prefixLines int) (clean []byte, removed, ctxItems []map[string]any, err error) {
 	var out bytes.Buffer
 	n, seenNonce := 0, false
 	for _, line := range bytes.SplitAfter(data, []byte("\n")) {
@@ -88,7 +83,7 @@ func cleanCodexRollout(data []byte, nonce string, prefixLines int) (clean []byte
 		typ, pl := gjson.GetBytes(line, "type").String(), gjson.GetBytes(line, "payload")
 		switch {
 		case n <= prefixLines:
-		case typ == "response_item" && codexNonceItem(pl, nonce):
+		case typ == "response_item" && nonceMessage(pl, nonce):
 			removed = append(removed, map[string]any{"line": n, "record": "response_item user message (resume nonce)"})
 			seenNonce = true
 			continue
@@ -118,7 +113,8 @@ func cleanCodexRollout(data []byte, nonce string, prefixLines int) (clean []byte
 	return out.Bytes(), removed, ctxItems, nil
 }
 
-func codexNonceItem(pl gjson.Result, nonce string) bool {
+// nonceMessage: the stored user message whose only text is the nonce.
+func nonceMessage(pl gjson.Result, nonce string) bool {
 	if pl.Get("type").String() != "message" || pl.Get("role").String() != "user" {
 		return false
 	}

@@ -1,4 +1,4 @@
-package replay
+package claude
 
 import (
 	"bytes"
@@ -9,27 +9,27 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/pvisor/pvisor/bridge/envelope"
+	"github.com/pvisor/pvisor/replay/launch"
 )
 
 // Collect reads the session Claude Code continued and removes every record
 // the resume envelope added.
-func (s *claudeStaged) Collect() (*Collected, error) {
+func (s *staged) Collect() (*launch.Collected, error) {
 	path, data, err := s.continuedSession()
 	if err != nil {
 		return nil, err
 	}
-	clean, removed, err := cleanClaudeSession(data, s.c.Envelope.Nonce, envelope.ClaudeMarker(s.c.Envelope.Nonce), s.lines)
+	clean, removed, err := cleanSession(data, s.c.Envelope.Nonce, ResumeMarker(s.c.Envelope.Nonce), s.lines)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &Collected{Session: clean, Metadata: map[string]any{"staging": s.meta, "removed_records": removed}}, nil
+	return &launch.Collected{Session: clean, Metadata: map[string]any{"staging": s.meta, "removed_records": removed}}, nil
 }
 
 // continuedSession is the staged file, or, should the CLI have keyed the
 // project differently (a symlinked workspace), the session file of the same
 // id under another project directory that holds the nonce.
-func (s *claudeStaged) continuedSession() (string, []byte, error) {
+func (s *staged) continuedSession() (string, []byte, error) {
 	nonce := []byte(s.c.Envelope.Nonce)
 	data, err := os.ReadFile(s.path)
 	if err == nil && bytes.Contains(data, nonce) {
@@ -47,10 +47,10 @@ func (s *claudeStaged) continuedSession() (string, []byte, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("the continued session: %w", err)
 	}
-	return s.path, data, nil // cleanClaudeSession says what is missing
+	return s.path, data, nil // cleanSession says what is missing
 }
 
-// cleanClaudeSession removes what a print-mode resume with the nonce wrote
+// cleanSession removes what a print-mode resume with the nonce wrote
 // after the staged prefix (its first prefixLines lines):
 //
 //	queue-operation enqueue (content = nonce) and the dequeue after it
@@ -66,7 +66,7 @@ func (s *claudeStaged) continuedSession() (string, []byte, error) {
 // answer) to the boundary leaf. Anything else that still holds the nonce or
 // the marker is an error: a record this cleaner does not know would carry
 // the transport prompt into the session.
-func cleanClaudeSession(data []byte, nonce, marker string, prefixLines int) ([]byte, []map[string]any, error) {
+func cleanSession(data []byte, nonce, marker string, prefixLines int) ([]byte, []map[string]any, error) {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	if len(lines) > 0 && len(bytes.TrimSpace(lines[len(lines)-1])) == 0 {
 		lines = lines[:len(lines)-1]
@@ -80,7 +80,7 @@ func cleanClaudeSession(data []byte, nonce, marker string, prefixLines int) ([]b
 	for i := prefixLines; i < len(lines); i++ {
 		v := gjson.ParseBytes(lines[i])
 		typ, parent := v.Get("type").Str, v.Get("parentUuid").Str
-		text := claudeOnlyText(v.Get("message.content"))
+		text := storedText(v.Get("message.content"))
 		switch {
 		case typ == "queue-operation" && v.Get("operation").Str == "enqueue" && v.Get("content").Str == nonce:
 			drop[i] = "queue-operation enqueue (resume nonce)"
@@ -121,7 +121,7 @@ func cleanClaudeSession(data []byte, nonce, marker string, prefixLines int) ([]b
 			continue
 		}
 		if i >= prefixLines && removedUUID[gjson.GetBytes(line, "parentUuid").Str] {
-			line = setString(line, "parentUuid", leaf)
+			line = launch.SetString(line, "parentUuid", leaf)
 		}
 		for what, v := range map[string]string{"resume nonce": nonce, "resume marker": marker} {
 			if bytes.Contains(line, []byte(v)) {
@@ -138,9 +138,9 @@ func cleanClaudeSession(data []byte, nonce, marker string, prefixLines int) ([]b
 	return out.Bytes(), removed, nil
 }
 
-// claudeOnlyText is the text of stored content that is a string or exactly
+// storedText is the text of stored content that is a string or exactly
 // one text block; "" otherwise.
-func claudeOnlyText(c gjson.Result) string {
+func storedText(c gjson.Result) string {
 	if c.Type == gjson.String {
 		return c.Str
 	}
