@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pvisor/pvisor/bridge"
@@ -226,7 +227,7 @@ func fail(category, format string, args ...any) *Failure {
 	return &Failure{Category: category, Message: fmt.Sprintf(format, args...)}
 }
 
-var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var toolNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // checkDisallowedTools validates --agent-disallowed-tool as pVisor does:
 // claude-code only, names of letters, digits, '_' and '-', no duplicates.
@@ -239,7 +240,7 @@ func (r *Request) checkDisallowedTools() error {
 	}
 	seen := map[string]bool{}
 	for _, t := range r.DisallowedTools {
-		if !toolNamePattern.MatchString(t) {
+		if !toolNamePattern().MatchString(t) {
 			return configErr("--agent-disallowed-tool: invalid disallowed tool name %q", t)
 		}
 		if seen[t] {

@@ -96,7 +96,7 @@ const (
 
 const noncePrefix, nonceSuffix = "__PVISOR_NATIVE_REPLAY_", "__"
 
-var nonceRe = regexp.MustCompile(`^__PVISOR_NATIVE_REPLAY_[0-9a-f]{32}__$`)
+var nonceRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^__PVISOR_NATIVE_REPLAY_[0-9a-f]{32}__$`) })
 
 // NewNonce returns a fresh transport nonce: 128 random bits, so it cannot
 // occur in a session by chance.
@@ -109,7 +109,7 @@ func NewNonce() string {
 }
 
 // ValidNonce reports whether s has the shape NewNonce returns.
-func ValidNonce(s string) bool { return nonceRe.MatchString(s) }
+func ValidNonce(s string) bool { return nonceRe().MatchString(s) }
 
 // tracker is the shared bookkeeping of an envelope.
 type tracker struct {
