@@ -8,38 +8,21 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// The release binary as `make build` makes it, built once per test
-// process: the test binary itself links the test-only packages, whose
-// package init would be counted as start-up.
-var (
-	releaseOnce sync.Once
-	releaseBin  string
-	releaseErr  error
-)
-
+// releaseBinary builds the binary as `make build` does: the test binary
+// itself links the test-only packages, whose package init would be counted
+// as start-up.
 func releaseBinary(b *testing.B) string {
-	releaseOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "pvisor-bench-")
-		if err != nil {
-			releaseErr = err
-			return
-		}
-		releaseBin = filepath.Join(dir, "pvisor")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", releaseBin, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			releaseErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if releaseErr != nil {
-		b.Fatal(releaseErr)
+	bin := filepath.Join(b.TempDir(), "pvisor")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	return releaseBin
+	return bin
 }
 
 // childCPU runs argv to completion and returns the user + system time of
