@@ -1,13 +1,10 @@
 package prompt
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math/big"
 	"net/url"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -54,6 +51,8 @@ type node struct {
 
 	ref, dynRef *node // resolved $ref and $dynamicRef/$recursiveRef
 	refOnly     bool  // draft ≤ 7: $ref hides the other keywords
+	lenient     bool  // never evaluated where it stands (then without if, $ref's siblings)
+	refErr      error // why a lenient node's ref does not resolve
 
 	types                     []string
 	props                     map[string]*node
@@ -95,6 +94,7 @@ type compiler struct {
 	locs      map[string]*node
 	resources map[string]any // resource URL → its raw document
 	pending   []*node
+	unreached int // > 0 while compiling what is never evaluated: nodes are lenient
 }
 
 func compileSchemaDoc(doc any) (*node, error) {
@@ -107,8 +107,15 @@ func compileSchemaDoc(doc any) (*node, error) {
 	// Resolving may compile locations no keyword reached (a $ref into an
 	// unknown keyword's value), which may add refs of their own.
 	for i := 0; i < len(c.pending); i++ {
-		if err := c.resolve(c.pending[i]); err != nil {
-			return nil, err
+		n := c.pending[i]
+		if err := c.resolve(n); err != nil {
+			if !n.lenient {
+				return nil, err
+			}
+			// Where nothing evaluates it, a ref that leads nowhere is no
+			// error (as before); should a ref from elsewhere still lead
+			// here, validation fails rather than skip it.
+			n.refErr = err
 		}
 	}
 	return root, nil
@@ -196,8 +203,8 @@ func (c *compiler) compile(raw any, base *url.URL, loc string, resourceRoot bool
 	for _, key := range []string{"$anchor", "$dynamicAnchor"} {
 		if a, ok := v[key]; ok && c.draft >= draft2019 {
 			s, ok := a.(string)
-			if !ok {
-				return nil, c.fail(loc, "%s must be a string", key)
+			if !ok || !anchorOK(s, c.draft) {
+				return nil, c.fail(loc, "%s must be a plain name (a letter or '_', then letters, digits, '-', '_' or '.')", key)
 			}
 			c.locs[base.String()+"#"+s] = n
 		}
@@ -271,22 +278,8 @@ var schemaTypes = map[string]bool{"null": true, "boolean": true, "object": true,
 func (c *compiler) keywords(n *node, kw map[string]any, base *url.URL, loc string) error {
 	d := c.draft
 	var err error
-	if r, ok := kw["$ref"]; ok {
-		if _, ok := r.(string); !ok {
-			return c.fail(loc, "$ref must be a string")
-		}
-		n.refOnly = d <= draft7
-		c.pending = append(c.pending, n)
-		if n.refOnly {
-			return nil
-		}
-	}
-	if _, ok := kw["$dynamicRef"]; ok && d >= draft2020 {
-		c.pending = append(c.pending, n)
-	}
-	if _, ok := kw["$recursiveRef"]; ok && d == draft2019 {
-		c.pending = append(c.pending, n)
-	}
+	// Definitions first: even where $ref hides the other keywords (draft
+	// ≤ 7) they hold what refs and anchors point at.
 	defsKey := "$defs"
 	if d <= draft7 {
 		defsKey = "definitions"
@@ -297,6 +290,26 @@ func (c *compiler) keywords(n *node, kw map[string]any, base *url.URL, loc strin
 				return err
 			}
 		}
+	}
+	if r, ok := kw["$ref"]; ok {
+		if _, ok := r.(string); !ok {
+			return c.fail(loc, "$ref must be a string")
+		}
+		n.refOnly = d <= draft7
+		c.pending = append(c.pending, n)
+		if n.refOnly {
+			// The other keywords are never evaluated, but the meta-schema
+			// checks them.
+			c.unreached++
+			defer func() { c.unreached-- }()
+		}
+	}
+	n.lenient = c.unreached > 0
+	if _, ok := kw["$dynamicRef"]; ok && d >= draft2020 {
+		c.pending = append(c.pending, n)
+	}
+	if _, ok := kw["$recursiveRef"]; ok && d == draft2019 {
+		c.pending = append(c.pending, n)
 	}
 	if t, ok := kw["type"]; ok {
 		switch t := t.(type) {
@@ -318,10 +331,16 @@ func (c *compiler) keywords(n *node, kw map[string]any, base *url.URL, loc strin
 				return c.fail(loc, "type %q is not a JSON Schema type", s)
 			}
 		}
+		if _, list := t.([]any); list && (len(n.types) == 0 || !uniqueStrings(n.types)) {
+			return c.fail(loc, "type must list distinct types, at least one")
+		}
 	}
 	if e, ok := kw["enum"]; ok {
 		if n.enum, ok = e.([]any); !ok {
 			return c.fail(loc, "enum must be an array")
+		}
+		if d <= draft7 && (len(n.enum) == 0 || !uniqueValues(n.enum)) {
+			return c.fail(loc, "enum must list distinct values, at least one, up to draft 7")
 		}
 	}
 	if v, ok := kw["const"]; ok && d >= draft6 {
@@ -405,8 +424,8 @@ func (c *compiler) keywords(n *node, kw map[string]any, base *url.URL, loc strin
 		}
 	}
 	if r, ok := kw["required"]; ok {
-		if n.required, ok = stringList(r); !ok {
-			return c.fail(loc, "required must be an array of strings")
+		if n.required, ok = stringList(r); !ok || !uniqueStrings(n.required) || d == draft4 && len(n.required) == 0 {
+			return c.fail(loc, "required must be an array of distinct strings")
 		}
 	}
 	if n.props, err = c.subMap(n, "properties", base, loc); err != nil {
@@ -434,15 +453,20 @@ func (c *compiler) keywords(n *node, kw map[string]any, base *url.URL, loc strin
 			return err
 		}
 	} else {
+		// additionalItems applies only beside an items array, but is
+		// checked either way, as the meta-schema does.
+		if n.addItems, err = c.subOne(n, "additionalItems", base, loc); err != nil {
+			return err
+		}
 		if _, isList := kw["items"].([]any); isList {
 			if n.prefix, err = c.subList(n, "items", base, loc, false); err != nil {
 				return err
 			}
-			if n.addItems, err = c.subOne(n, "additionalItems", base, loc); err != nil {
+		} else {
+			n.addItems = nil
+			if n.items, err = c.subOne(n, "items", base, loc); err != nil {
 				return err
 			}
-		} else if n.items, err = c.subOne(n, "items", base, loc); err != nil {
-			return err
 		}
 	}
 	for _, s := range []struct {
@@ -458,13 +482,22 @@ func (c *compiler) keywords(n *node, kw map[string]any, base *url.URL, loc strin
 			}
 		}
 	}
-	// then and else mean nothing without if: not compiled, as a validator
-	// that never evaluates them would not resolve their refs.
-	if n.ifS != nil {
-		if n.thenS, err = c.subOne(n, "then", base, loc); err != nil {
-			return err
+	if d >= draft7 {
+		// then and else mean nothing without if: still checked, as the
+		// meta-schema checks them, but their refs are never resolved, as a
+		// validator that never evaluates them need not.
+		if n.ifS == nil {
+			c.unreached++
 		}
-		if n.elseS, err = c.subOne(n, "else", base, loc); err != nil {
+		n.thenS, err = c.subOne(n, "then", base, loc)
+		if err == nil {
+			n.elseS, err = c.subOne(n, "else", base, loc)
+		}
+		if n.ifS == nil {
+			c.unreached--
+			n.thenS, n.elseS = nil, nil
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -522,143 +555,4 @@ func (c *compiler) keywords(n *node, kw map[string]any, base *url.URL, loc strin
 		}
 	}
 	return nil
-}
-
-// resolve finds the targets of n's $ref (and dynamic ref) within the schema.
-func (c *compiler) resolve(n *node) error {
-	if r, ok := n.kw["$ref"].(string); ok {
-		t, err := c.lookup(n, r)
-		if err != nil {
-			return err
-		}
-		n.ref = t
-	}
-	for _, key := range []string{"$dynamicRef", "$recursiveRef"} {
-		if r, ok := n.kw[key]; ok && (key == "$dynamicRef") == (c.draft >= draft2020) {
-			s, ok := r.(string)
-			if !ok {
-				return c.fail(n.loc, "%s must be a string", key)
-			}
-			// The static target: dynamic scopes of other resources need
-			// other files, which are never loaded.
-			t, err := c.lookup(n, s)
-			if err != nil {
-				return err
-			}
-			n.dynRef = t
-		}
-	}
-	return nil
-}
-
-func (c *compiler) lookup(n *node, ref string) (*node, error) {
-	u, err := n.base.Parse(ref)
-	if err != nil {
-		return nil, c.fail(n.loc, "$ref %q: %v", ref, err)
-	}
-	frag := u.Fragment
-	u.Fragment, u.RawFragment = "", ""
-	res := u.String()
-	if t, ok := c.locs[res+"#"+frag]; ok {
-		return t, nil
-	}
-	doc, ok := c.resources[res]
-	if !ok {
-		return nil, c.fail(n.loc, "$ref %q: only references within the schema are allowed (nothing is fetched or read from disk)", ref)
-	}
-	if frag != "" && !strings.HasPrefix(frag, "/") {
-		return nil, c.fail(n.loc, "$ref %q: no anchor %q in the schema", ref, frag)
-	}
-	// A location no keyword compiled (inside an unknown keyword): follow
-	// the pointer through the raw document and compile what is there.
-	v := doc
-	for _, tok := range strings.Split(frag, "/")[1:] {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch cur := v.(type) {
-		case map[string]any:
-			if v, ok = cur[tok]; !ok {
-				return nil, c.fail(n.loc, "$ref %q: nothing at that location", ref)
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(cur) {
-				return nil, c.fail(n.loc, "$ref %q: nothing at that location", ref)
-			}
-			v = cur[i]
-		default:
-			return nil, c.fail(n.loc, "$ref %q: nothing at that location", ref)
-		}
-	}
-	base, _ := url.Parse(res)
-	return c.compile(v, base, res+"#"+frag, false)
-}
-
-// decodeSchemaJSON decodes one JSON document with exact numbers.
-func decodeSchemaJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("more than one JSON value")
-	}
-	return v, nil
-}
-
-func ratOf(v any) (*big.Rat, bool) {
-	num, ok := v.(json.Number)
-	if !ok {
-		return nil, false
-	}
-	return new(big.Rat).SetString(string(num))
-}
-
-func stringList(v any) ([]string, bool) {
-	list, ok := v.([]any)
-	if !ok {
-		return nil, false
-	}
-	out := make([]string, len(list))
-	for i, e := range list {
-		if out[i], ok = e.(string); !ok {
-			return nil, false
-		}
-	}
-	return out, true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
-func jsonType(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case json.Number:
-		if r, ok := ratOf(v); ok && r.IsInt() {
-			return "integer"
-		}
-		return "number"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return fmt.Sprintf("%T", v)
 }

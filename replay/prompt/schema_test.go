@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -114,4 +115,101 @@ func FuzzSchema(f *testing.F) {
 		}
 		_ = s.Validate([]byte(inst))
 	})
+}
+
+// libraryVerdicts are edge cases of every draft with what the library this
+// validator replaced said of them: "true"/"false" for the instance, or
+// "compile-error" for the schema.
+var libraryVerdicts = [][3]string{
+	{`{"$schema":"https://json-schema.org/draft/2019-09/schema","format":"email"}`, `"nope"`, "true"},
+	{`{"$schema":"https://json-schema.org/draft/2020-12/schema","format":"email"}`, `"nope"`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-04/schema#","type":"integer"}`, `1.0`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","type":"integer"}`, `1.0`, "true"},
+	{`{"items":true}`, `[1]`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","$id":"http://x/y.json","definitions":{"a":{"type":"string"}},"$ref":"#/definitions/a"}`, `1`, "false"},
+	{`{"$id":"http://x/y.json","$defs":{"a":{"type":"string"}},"properties":{"p":{"$ref":"#/$defs/a"}}}`, `{"p":1}`, "false"},
+	{`{"$id":"http://x/y.json","$defs":{"a":{"type":"string"}},"properties":{"p":{"$ref":"http://x/y.json#/$defs/a"}}}`, `{"p":1}`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","properties":{"d":{"format":"date"}}}`, `{"d":"2024-02-30"}`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"uri"}`, `"relative/x"`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"ipv6"}`, `"::1"`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"time"}`, `"12:00:00Z"`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"time"}`, `"12:00:00"`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"date-time"}`, `"2024-01-01t00:00:00z"`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"email"}`, `"A <a@b.c>"`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"hostname"}`, `"exa_mple.com"`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"regex"}`, `"("`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"unknown-thing"}`, `"x"`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema","format":"email"}`, `5`, "true"},
+	{`{"type":"number","multipleOf":0.01}`, `0.07`, "true"},
+	{`{"maxLength":2}`, `"éé"`, "true"},
+	{`{"type":"object","required":[]}`, `{}`, "true"},
+	{`{"enum":[]}`, `1`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-04/schema#","enum":[]}`, `1`, "compile-error"},
+	{`{"$schema":"http://json-schema.org/draft-04/schema#","required":[]}`, `{}`, "compile-error"},
+	{`{"type":[]}`, `1`, "compile-error"},
+	{`{"type":["string","string"]}`, `"a"`, "compile-error"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","contains":false}`, `[]`, "false"},
+	{`{"$defs":{"x":{"$anchor":"1bad"}}}`, `1`, "compile-error"},
+	{`{"minimum":1e400}`, `1`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-06/schema#","exclusiveMinimum":true}`, `1`, "compile-error"},
+	{`{"dependentSchemas":{"a":1}}`, `{}`, "compile-error"},
+	{`{"additionalProperties":{"type":"string"},"properties":{"a":true}}`, `{"a":1,"b":2}`, "false"},
+	{`{"propertyNames":{"pattern":"^a"}}`, `{"b":1}`, "false"},
+	{`{"unevaluatedProperties":false,"if":{"properties":{"a":true}},"then":{"properties":{"b":true}}}`, `{"a":1,"b":1}`, "true"},
+	{`{"unevaluatedProperties":false,"if":{"properties":{"a":true},"required":["a"]},"else":{"properties":{"b":true}}}`, `{"b":1}`, "true"},
+	{`{"unevaluatedProperties":false,"not":{"properties":{"a":true},"required":["z"]}}`, `{"a":1}`, "false"},
+	{`{"unevaluatedItems":false,"contains":{"type":"string"}}`, `["a",1]`, "false"},
+	{`{"unevaluatedItems":false,"items":true}`, `["a",1]`, "true"},
+	{`{"oneOf":[{"properties":{"a":true}},{"required":["zz"]}],"unevaluatedProperties":false}`, `{"a":1}`, "true"},
+	{`{"$ref":"#/$defs/a","$defs":{"a":{"$id":"a.json","$ref":"#/$defs/b","$defs":{"b":{"type":"string"}}}}}`, `1`, "false"},
+	{`{"$ref":"#/$defs/a","$defs":{"a":{"$id":"a.json","$ref":"#/$defs/b","$defs":{"b":{"type":"string"}}}}}`, `"s"`, "true"},
+	{`{"$defs":{"a":{"$id":"a.json","type":"string"}},"$ref":"a.json"}`, `1`, "false"},
+	{`{"allOf":[true,{"type":"string"}]}`, `1`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","$id":"#foo","type":"string"}`, `1`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"a":{"$id":"#foo","type":"string"}},"$ref":"#foo"}`, `1`, "false"},
+	{`{"uniqueItems":true}`, `[{"a":1,"b":2},{"b":2,"a":1}]`, "false"},
+	{`{"const":null}`, `null`, "true"},
+	{`{"const":null}`, `0`, "false"},
+	{`{"minProperties":1}`, `[]`, "true"},
+	{`{"type":"integer"}`, `1e400`, "true"},
+	{`{"maximum":10}`, `1e400`, "false"},
+	{`{"$ref":"#/properties/a","properties":{"a":{"type":"string"}}}`, `1`, "false"},
+	{`{"$ref":"#/%24defs/a","$defs":{"a":{"type":"string"}}}`, `1`, "false"},
+	{`{"$ref":"#/$defs/a%20b","$defs":{"a b":{"type":"string"}}}`, `1`, "false"},
+	{`{"$ref":"#/$defs/a~1b","$defs":{"a/b":{"type":"string"}}}`, `1`, "false"},
+	{`{"$ref":"#/$defs/a","$defs":{"a":{"type":"string"}}}`, `1`, "false"},
+	{`{"$schema":"http://json-schema.org/schema#","type":"string"}`, `1`, "false"},
+	{`{"$schema":"https://json-schema.org/draft/next/schema","type":"string"}`, `1`, "compile-error"},
+	{`{"pattern":"\\p{L}+"}`, `"é"`, "true"},
+	{`{"pattern":"^\\d+$"}`, `"٣"`, "false"},
+	{`{"$dynamicRef":"#nope"}`, `1`, "compile-error"},
+	{`{"type":"string","contentMediaType":"application/json"}`, `"{"`, "true"},
+	{`{"properties":{"a":{"$schema":"http://json-schema.org/draft-04/schema#","exclusiveMinimum":true,"minimum":1}}}`, `{"a":1}`, "compile-error"},
+	{`{"required":["a","a"]}`, `{}`, "compile-error"},
+	{`{"maxContains":1}`, `[1,1]`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","maxContains":1,"contains":true}`, `[1,1]`, "true"},
+	{`{"$schema":"https://json-schema.org/draft/2019-09/schema","enum":[1,1]}`, `1`, "true"},
+	{`{"$schema":"https://json-schema.org/draft/2020-12/schema","enum":[1,1]}`, `1`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","enum":[]}`, `1`, "compile-error"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"const":1,"$ref":"#"}]}`, `["x"]`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"const":1,"$ref":"#/definitions/s"}],"definitions":{"s":{"type":"string"}}}`, `["x"]`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"$ref":"#"}]}`, `["x"]`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","items":[{"$ref":"#"}]}`, `[["x"]]`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"reffed":{"type":"array"}},"properties":{"foo":{"$ref":"#/definitions/reffed","maxItems":2}}}`, `{"foo":[1,2,3]}`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"reffed":{"type":"array"}},"properties":{"foo":{"$ref":"#/definitions/reffed","const":1}}}`, `{"foo":[1,2,3]}`, "false"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"reffed":{"type":"array"}},"properties":{"foo":{"$ref":"#/definitions/reffed","enum":[1]}}}`, `{"foo":[1,2,3]}`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"reffed":{"type":"array"}},"properties":{"foo":{"$ref":"#/definitions/reffed","type":"string"}}}`, `{"foo":[1,2,3]}`, "true"},
+	{`{"$schema":"http://json-schema.org/draft-04/schema#","definitions":{"reffed":{"type":"array"}},"properties":{"foo":{"$ref":"#/definitions/reffed","enum":[1]}}}`, `{"foo":[1,2,3]}`, "true"},
+}
+
+func TestSchemaLibraryVerdicts(t *testing.T) {
+	for _, c := range libraryVerdicts {
+		got := "compile-error"
+		if s, err := CompileSchema([]byte(c[0])); err == nil {
+			got = fmt.Sprint(s.Validate([]byte(c[1])) == nil)
+		}
+		if got != c[2] {
+			t.Errorf("%s on %s: %s, the library said %s", c[0], c[1], got, c[2])
+		}
+	}
 }

@@ -72,12 +72,16 @@ func (v *validator) trial(n *node, inst any, at string, ev *evaluated) (bool, []
 // wrong to v.errs, and on success merges what n evaluated into parent.
 func (v *validator) check(n *node, inst any, at string, parent *evaluated) bool {
 	if n.boolean != nil {
+		// true annotates nothing: the keyword that holds it does.
 		if !*n.boolean {
 			v.add(at, "false schema")
 			return false
 		}
-		parent.merge(everything(inst))
 		return true
+	}
+	if n.refErr != nil {
+		v.add(at, "%v", n.refErr)
+		return false
 	}
 	key := activeKey{n, at}
 	if v.active[key] {
@@ -91,6 +95,12 @@ func (v *validator) check(n *node, inst any, at string, parent *evaluated) bool 
 	if n.ref != nil {
 		ok = v.check(n.ref, inst, at, ev) && ok
 		if n.refOnly {
+			// As the library this validator replaced did, const still
+			// applies beside a draft 6/7 $ref.
+			if n.hasConst && !equalJSON(n.constV, inst) {
+				v.add(at, "value must be %s", quote(n.constV))
+				ok = false
+			}
 			if ok {
 				parent.merge(ev)
 			}
@@ -314,6 +324,9 @@ func (v *validator) array(n *node, x []any, at string, ev *evaluated) bool {
 		for i, e := range x {
 			if good, _ := v.trial(n.contains, e, at+"/"+strconv.Itoa(i), &evaluated{}); good {
 				count++
+				if n.draft < draft2020 {
+					continue // contains annotates items since 2020-12
+				}
 				if ev.items == nil {
 					ev.items = map[int]bool{}
 				}
@@ -362,7 +375,9 @@ func (v *validator) object(n *node, x map[string]any, at string, ev *evaluated) 
 	for _, k := range sortedKeys(x) {
 		child := at + "/" + escapePointer(k)
 		if n.propNames != nil {
-			if good, errs := v.trial(n.propNames, k, at, &evaluated{}); !good {
+			// The name is an instance of its own: its location must not
+			// look like the object's to the cycle check.
+			if good, errs := v.trial(n.propNames, k, child+"\x00name", &evaluated{}); !good {
 				v.add(at, "invalid propertyName %s", quote(k))
 				for _, e := range errs {
 					v.add(child, "property name: %s", e.msg)
