@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"sort"
+	"sync"
 
 	"github.com/pvisor/pvisor/bridge"
 )
@@ -24,10 +25,10 @@ type Endpoint struct {
 	Headers map[string]string `json:",omitempty"`
 }
 
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // headerName is an HTTP token (RFC 9110).
-var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+var headerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$") })
 
 // Check validates e for a run whose upstream is upstream; nil is fine.
 func (e *Endpoint) Check(upstream string) error {
@@ -44,11 +45,11 @@ func (e *Endpoint) Check(upstream string) error {
 			return configErr("base_url %q: want an http(s) URL such as https://api.example.com/v1", e.BaseURL)
 		}
 	}
-	if e.KeyEnv != "" && !envName.MatchString(e.KeyEnv) {
+	if e.KeyEnv != "" && !envName().MatchString(e.KeyEnv) {
 		return configErr("key_env %q: want the name of an environment variable (the key itself is never written in a file)", e.KeyEnv)
 	}
 	for _, k := range sortedKeys(e.Headers) {
-		if !headerName.MatchString(k) {
+		if !headerName().MatchString(k) {
 			return configErr("headers: %q is not an HTTP header name", k)
 		}
 		switch http.CanonicalHeaderKey(k) {

@@ -4,6 +4,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pvisor/pvisor/bridge"
@@ -235,7 +236,7 @@ func fail(category, format string, args ...any) *Failure {
 	return result.Fail(category, format, args...)
 }
 
-var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var toolNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // checkDisallowedTools validates --agent-disallowed-tool as pVisor does:
 // agents whose launcher can deny tools only (claude-code), names of
@@ -260,7 +261,7 @@ func (r *Request) checkDisallowedTools() error {
 func checkToolNames(tools []string) error {
 	seen := map[string]bool{}
 	for _, t := range tools {
-		if !toolNamePattern.MatchString(t) {
+		if !toolNamePattern().MatchString(t) {
 			return configErr("--agent-disallowed-tool: invalid disallowed tool name %q", t)
 		}
 		if seen[t] {

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,8 +92,10 @@ func init() {
 // that left the process group included.
 func shimMain() {
 	// Capabilities, the bounding set and no_new_privs are per thread; the
-	// tool is forked from this one.
-	runtime.LockOSThread()
+	// tool is forked from this one. Package init already runs locked to
+	// the main thread and this never returns, so the lock holds without
+	// runtime.LockOSThread, which would start the runtime's template
+	// thread: one more clone per call.
 	os.Exit(shim(os.Args[1:]))
 }
 

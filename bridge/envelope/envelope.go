@@ -102,7 +102,7 @@ const (
 // derives other per-run markers from those digits.
 const NoncePrefix, NonceSuffix = "__PVISOR_NATIVE_REPLAY_", "__"
 
-var nonceRe = regexp.MustCompile(`^__PVISOR_NATIVE_REPLAY_[0-9a-f]{32}__$`)
+var nonceRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^__PVISOR_NATIVE_REPLAY_[0-9a-f]{32}__$`) })
 
 // NewNonce returns a fresh transport nonce: 128 random bits, so it cannot
 // occur in a session by chance.
@@ -115,7 +115,7 @@ func NewNonce() string {
 }
 
 // ValidNonce reports whether s has the shape NewNonce returns.
-func ValidNonce(s string) bool { return nonceRe.MatchString(s) }
+func ValidNonce(s string) bool { return nonceRe().MatchString(s) }
 
 // Tracker is the bookkeeping every envelope shares: the options, the
 // report and the step budget. An agent's envelope embeds one (NewTracker)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/batch"
@@ -20,7 +21,7 @@ type modelEntry struct {
 	FakeScript string            `toml:"fake_script"`
 }
 
-var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+var modelName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
 
 // loadModels checks the [[models]] tables, each problem with its line.
 func loadModels(path string, data []byte, ms []modelEntry) ([]batch.Model, []error) {
@@ -36,7 +37,7 @@ func loadModels(path string, data []byte, ms []modelEntry) ([]batch.Model, []err
 		case m.Name == "":
 			bad("name is required: the label of the model in run ids, records and reports")
 			continue
-		case !modelName.MatchString(m.Name):
+		case !modelName().MatchString(m.Name):
 			bad("name %q: use letters, digits, '.', '_' and '-' (at most 64)", m.Name)
 			continue
 		case seen[m.Name] != "":

@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -23,7 +24,9 @@ import (
 
 // versionInText finds x.y.z (with a pre-release) not inside a longer dotted
 // number, after anything: "codex-cli 0.171.0", "pi v0.73.1".
-var versionInText = regexp.MustCompile(`(?:^|[^\d.])(\d+\.\d+\.\d+(?:-[0-9A-Za-z][0-9A-Za-z.-]*)?)`)
+var versionInText = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[^\d.])(\d+\.\d+\.\d+(?:-[0-9A-Za-z][0-9A-Za-z.-]*)?)`)
+})
 
 // Version probing limits: a CLI that hangs or floods on --version must not
 // stall the run or fill memory.
@@ -93,7 +96,7 @@ func probeVersionIn(ctx context.Context, argv []string, env []string, attr *sysc
 		}
 		return "", "", fmt.Errorf("%s: %v", entry, err)
 	}
-	m := versionInText.FindStringSubmatch(text)
+	m := versionInText().FindStringSubmatch(text)
 	if m == nil {
 		return "", "", fmt.Errorf("%s printed no version number: %q", entry, FirstLine(text))
 	}

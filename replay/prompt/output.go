@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sync"
 )
 
 // OutputError is structured output that cannot be used; Problem is one of
@@ -39,11 +38,11 @@ func (e *OutputError) Error() string {
 	return s
 }
 
-var tagPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`)
+var tagPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_.-]*$`) })
 
 // CheckTag validates an --output-tag name.
 func CheckTag(tag string) error {
-	if !tagPattern.MatchString(tag) {
+	if !tagPattern().MatchString(tag) {
 		return fmt.Errorf("output tag %q: use a name of letters, digits, '_', '.' and '-', starting with a letter (e.g. result)", tag)
 	}
 	return nil
@@ -89,10 +88,10 @@ func Extract(text, tag string) (string, error) {
 
 // fence is a Markdown code fence around the whole content, as models
 // like to write JSON.
-var fence = regexp.MustCompile("(?s)^```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```$")
+var fence = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)^```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?```$") })
 
 func unfence(s string) string {
-	if m := fence.FindStringSubmatch(s); m != nil {
+	if m := fence().FindStringSubmatch(s); m != nil {
 		return m[1]
 	}
 	return s
@@ -120,26 +119,20 @@ func ValidateJSON(content, schema []byte) error {
 }
 
 // Schema is a compiled output schema.
-type Schema struct{ s *jsonschema.Schema }
+type Schema struct{ root *node }
 
 // CompileSchema compiles a JSON Schema once, so a bad --output-schema is
 // refused before any agent runs.
 func CompileSchema(schema []byte) (*Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	doc, err := decodeSchemaJSON(schema)
 	if err != nil {
 		return nil, fmt.Errorf("output schema: not JSON: %v", err)
 	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(jsonschema.SchemeURLLoader{}) // no file or network $ref
-	const loc = "pvisor-output-schema.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("output schema: %v", err)
-	}
-	s, err := c.Compile(loc)
+	root, err := compileSchemaDoc(doc)
 	if err != nil {
 		return nil, fmt.Errorf("output schema is not a valid JSON Schema: %v", err)
 	}
-	return &Schema{s: s}, nil
+	return &Schema{root: root}, nil
 }
 
 // Validate checks content against the schema.
@@ -152,28 +145,20 @@ func (s *Schema) Validate(content []byte) error {
 }
 
 func validate(s *Schema, inst any) error {
-	err := s.s.Validate(inst)
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err
+	v := &validator{active: map[activeKey]bool{}}
+	if v.check(s.root, inst, "", &evaluated{}) {
+		return nil
 	}
-	var msgs []string
-	var walk func(u jsonschema.OutputUnit)
-	walk = func(u jsonschema.OutputUnit) {
-		if u.Error != nil && len(u.Errors) == 0 {
-			at := u.InstanceLocation
-			if at == "" {
-				at = "/"
-			}
-			msgs = append(msgs, fmt.Sprintf("at %s: %s", at, u.Error.String()))
+	msgs := make([]string, 0, len(v.errs))
+	for _, e := range v.errs {
+		at := e.at
+		if at == "" {
+			at = "/"
 		}
-		for _, c := range u.Errors {
-			walk(c)
-		}
+		msgs = append(msgs, fmt.Sprintf("at %s: %s", at, e.msg))
 	}
-	walk(*ve.BasicOutput())
 	if len(msgs) == 0 {
-		msgs = []string{ve.Error()}
+		msgs = []string{"at /: does not validate"}
 	}
 	if len(msgs) > maxSchemaErrors {
 		msgs = append(msgs[:maxSchemaErrors], fmt.Sprintf("and %d more", len(msgs)-maxSchemaErrors))

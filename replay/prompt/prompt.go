@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -33,7 +34,7 @@ type Arg struct {
 
 // keyPattern is what a placeholder name may be; {{ anything else }} stays
 // literal text.
-var keyPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var keyPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // ParseArg splits a --prompt-arg value at its first '='.
 func ParseArg(s string) (Arg, error) {
@@ -41,7 +42,7 @@ func ParseArg(s string) (Arg, error) {
 	if !ok {
 		return Arg{}, fmt.Errorf("--prompt-arg %q: expected KEY=VALUE", s)
 	}
-	if !keyPattern.MatchString(k) {
+	if !keyPattern().MatchString(k) {
 		return Arg{}, fmt.Errorf("--prompt-arg %q: the key must be letters, digits and '_', not starting with a digit", s)
 	}
 	return Arg{Key: k, Value: v}, nil
@@ -102,7 +103,7 @@ func (s Source) Check() error {
 	}
 	seen := map[string]bool{}
 	for _, a := range s.Args {
-		if !keyPattern.MatchString(a.Key) {
+		if !keyPattern().MatchString(a.Key) {
 			return fmt.Errorf("--prompt-arg %q: the key must be letters, digits and '_', not starting with a digit", a.Key)
 		}
 		if seen[a.Key] {
@@ -222,7 +223,7 @@ func Load(src Source, b BuiltIns) (*Template, error) {
 	fill := func(text string, line int, quote bool) string {
 		var sb strings.Builder
 		last := 0
-		for _, loc := range placeholder.FindAllStringSubmatchIndex(text, -1) {
+		for _, loc := range placeholder().FindAllStringSubmatchIndex(text, -1) {
 			if size+sb.Len() > MaxTextBytes {
 				break
 			}
@@ -250,7 +251,7 @@ func Load(src Source, b BuiltIns) (*Template, error) {
 		return sb.String()
 	}
 	text, last, line := string(data), 0, 1
-	for _, loc := range expression.FindAllStringSubmatchIndex(text, -1) {
+	for _, loc := range expression().FindAllStringSubmatchIndex(text, -1) {
 		if lit := text[last:loc[0]]; lit != "" {
 			t.segs = append(t.segs, segment{text: fill(lit, line, false), line: line})
 			line += strings.Count(lit, "\n")
@@ -283,8 +284,8 @@ func Load(src Source, b BuiltIns) (*Template, error) {
 
 // placeholder is {{KEY}}; expression is !`command` on one line.
 var (
-	placeholder = regexp.MustCompile(`\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}`)
-	expression  = regexp.MustCompile("!`([^`\n]+)`")
+	placeholder = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}`) })
+	expression  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("!`([^`\n]+)`") })
 )
 
 // Commands lists the !`command` expressions, placeholders filled, in order.

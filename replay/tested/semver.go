@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Range is a span of tested versions, both ends inclusive. The zero Range
@@ -48,11 +49,13 @@ type Semver struct {
 	pre string
 }
 
-var semverRe = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$`)
+var semverRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?$`)
+})
 
 // ParseSemver parses "1.2.3", "v1.2.3-beta.1+build".
 func ParseSemver(s string) (Semver, error) {
-	m := semverRe.FindStringSubmatch(s)
+	m := semverRe().FindStringSubmatch(s)
 	if m == nil {
 		return Semver{}, fmt.Errorf("%q is not a version like 1.2.3", s)
 	}

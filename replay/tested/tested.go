@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 //go:embed versions.txt
@@ -122,7 +123,7 @@ func (r *Release) options(opts []string) error {
 			if !ok {
 				return fmt.Errorf("option %q: an npm line takes only node>=X.Y (python>= and with= are for pypi: packages)", o)
 			}
-			if !nodeVersion.MatchString(v) {
+			if !nodeVersion().MatchString(v) {
 				return fmt.Errorf("option %q: want node>=X.Y", o)
 			}
 			r.Node = v
@@ -131,13 +132,13 @@ func (r *Release) options(opts []string) error {
 		switch {
 		case strings.HasPrefix(o, "python>="):
 			v := strings.TrimPrefix(o, "python>=")
-			if !pythonVersion.MatchString(v) {
+			if !pythonVersion().MatchString(v) {
 				return fmt.Errorf("option %q: want python>=3.N", o)
 			}
 			r.Python = v
 		case strings.HasPrefix(o, "with="):
 			for _, p := range strings.Split(strings.TrimPrefix(o, "with="), ",") {
-				if !pypiName.MatchString(p) {
+				if !pypiName().MatchString(p) {
 					return fmt.Errorf("option %q: %q is not a package name", o, p)
 				}
 				r.With = append(r.With, p)
@@ -150,9 +151,9 @@ func (r *Release) options(opts []string) error {
 }
 
 var (
-	pythonVersion = regexp.MustCompile(`^3\.\d+$`)
-	nodeVersion   = regexp.MustCompile(`^\d+\.\d+$`)
-	pypiName      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	pythonVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^3\.\d+$`) })
+	nodeVersion   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+\.\d+$`) })
+	pypiName      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) })
 )
 
 // Of returns the tested releases of agent, oldest first.

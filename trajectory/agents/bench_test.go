@@ -29,12 +29,14 @@ var (
 	uuidFieldRe = regexp.MustCompile(`"uuid":"([^"]+)"`)
 )
 
-// bigClaude repeats a Claude session; copy k's root is re-parented onto the
-// last entry of copy k-1.
+// bigClaude repeats a Claude session; copy k's root (its first entry with
+// a null parentUuid: not line 0 in 2.1.x recordings, which open with
+// queue-operation lines) is re-parented onto the last entry of copy k-1.
 func bigClaude(tb testing.TB, src string, size int64) string {
 	return bigFile(tb, "claude", src, size, func(w *bufio.Writer, lines []string, k int, prevLast string) string {
 		last := prevLast
-		for i, l := range lines {
+		linked := false
+		for _, l := range lines {
 			if l == "" {
 				continue
 			}
@@ -44,8 +46,9 @@ func bigClaude(tb testing.TB, src string, size int64) string {
 			if sid != "" {
 				l = sessionRe.ReplaceAllString(l, sid)
 			}
-			if i == 0 && k > 0 && strings.Contains(l, `"parentUuid":null`) && prevLast != "" {
+			if !linked && k > 0 && strings.Contains(l, `"parentUuid":null`) && prevLast != "" {
 				l = strings.Replace(l, `"parentUuid":null`, `"parentUuid":"`+prevLast+`"`, 1)
+				linked = true
 			}
 			if m := uuidFieldRe.FindStringSubmatch(l); m != nil && !strings.Contains(l, `"isSidechain":true`) {
 				last = m[1]

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -128,11 +129,11 @@ func (s *toolSession) bash(ctx context.Context, step int, call *trajectory.ToolC
 		v := d.Bool()
 		nat.DangerouslyDisableSandbox = &v
 	}
-	if modern && formatterCommand.MatchString(command) {
+	if modern && formatterCommand().MatchString(command) {
 		nat.StaleReadFileStateHint = s.staleReads(started)
 	}
 	res.native = nat
-	content := leadingBlankLines.ReplaceAllString(out, "")
+	content := leadingBlankLines().ReplaceAllString(out, "")
 	content = jsstr.TrimEnd(content)
 	parts := []string{}
 	for _, p := range []string{content, jsstr.Trim(nat.Stderr), nat.StaleReadFileStateHint} {
@@ -150,13 +151,15 @@ func (s *toolSession) bash(ctx context.Context, step int, call *trajectory.ToolC
 	return res, nil
 }
 
-var leadingBlankLines = regexp.MustCompile(`^(?:[\s\x{feff}]*\n)+`)
+var leadingBlankLines = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:[\s\x{feff}]*\n)+`) })
 
 // formatterCommand matches the commands after which Claude Code 2.1 checks
 // whether files the agent has read were rewritten (formatters, --fix).
-var formatterCommand = regexp.MustCompile(`--write|--fix|--in-place|--auto-correct|\brun\s+format\b|\brun\s+fix\b|` +
-	`\b(yarn|pnpm)\s+format\b|\blint:file\b|\blint:fix\b|\bblack\b|\bisort\b|\bruff\s+format\b|\bcargo\s+(fmt|fix)\b|` +
-	`\brustfmt\b|\bgo\s+fmt\b|\bterraform\s+fmt\b|\bdprint\s+fmt\b|\bswiftformat\b|\bphpcbf\b`)
+var formatterCommand = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`--write|--fix|--in-place|--auto-correct|\brun\s+format\b|\brun\s+fix\b|` +
+		`\b(yarn|pnpm)\s+format\b|\blint:file\b|\blint:fix\b|\bblack\b|\bisort\b|\bruff\s+format\b|\bcargo\s+(fmt|fix)\b|` +
+		`\brustfmt\b|\bgo\s+fmt\b|\bterraform\s+fmt\b|\bdprint\s+fmt\b|\bswiftformat\b|\bphpcbf\b`)
+})
 
 // staleReads is the note Claude Code adds when a formatter-like command
 // rewrote files the agent has read since the command started.
@@ -249,7 +252,7 @@ func stripBlankLines(s string) string {
 func (s *toolSession) persisted(call *trajectory.ToolCall, content, logPath string) string {
 	path := ""
 	if call.Observation != nil {
-		if m := savedTo.FindStringSubmatch(call.Observation.Content); m != nil {
+		if m := savedTo().FindStringSubmatch(call.Observation.Content); m != nil {
 			path = m[1]
 		}
 	}
@@ -284,7 +287,7 @@ func (s *toolSession) persisted(call *trajectory.ToolCall, content, logPath stri
 	return b.String()
 }
 
-var savedTo = regexp.MustCompile(`Full output saved to: ([^\n]+)\n`)
+var savedTo = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Full output saved to: ([^\n]+)\n`) })
 
 // exitSemantics says whether an exit code is a failure for the command the
 // way Claude Code reads it: grep, rg, find, diff, test and "[" (and git

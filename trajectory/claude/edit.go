@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/tidwall/gjson"
@@ -234,7 +235,7 @@ func (s *toolSession) checkEdit(t target, e editSpec) (string, *toolResult) {
 	actual, found := findActual(t.content, e.OldString)
 	if !found {
 		msg := "String to replace not found in file.\nString: " + e.OldString
-		if s.style.modern() && (escapeSeq.MatchString(e.OldString) || nonASCII.MatchString(e.OldString)) {
+		if s.style.modern() && (escapeSeq().MatchString(e.OldString) || nonASCII().MatchString(e.OldString)) {
 			msg += "\n(note: Edit also tried swapping \\uXXXX escapes and their characters; neither form matched, so the mismatch is likely elsewhere in old_string. Re-read the file and copy the exact surrounding text.)"
 		}
 		return rej(msg)
@@ -246,8 +247,8 @@ func (s *toolSession) checkEdit(t target, e editSpec) (string, *toolResult) {
 }
 
 var (
-	escapeSeq = regexp.MustCompile(`\\u[0-9a-fA-F]{4}`)
-	nonASCII  = regexp.MustCompile(`[\x{80}-\x{ffff}]`)
+	escapeSeq = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\\u[0-9a-fA-F]{4}`) })
+	nonASCII  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[\x{80}-\x{ffff}]`) })
 )
 
 // save writes an edited file back with the line ends it had and records it

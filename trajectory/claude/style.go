@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // style holds the result shapes that differ between Claude Code versions
@@ -104,9 +105,9 @@ func (s *toolSession) since(v [3]int) bool {
 }
 
 var (
-	arrowLine  = regexp.MustCompile(`^ *[0-9]+\x{2192}`)
-	tabLine    = regexp.MustCompile(`^[0-9]+[\t:]`)
-	exitPrefix = regexp.MustCompile(`^Exit code -?[0-9]+`)
+	arrowLine  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ *[0-9]+\x{2192}`) })
+	tabLine    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+[\t:]`) })
+	exitPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Exit code -?[0-9]+`) })
 )
 
 const (
@@ -118,12 +119,12 @@ const (
 
 // learn reads the shape of a recorded observation of tool.
 func (s *style) learn(tool, content string, isError bool) {
-	if m := savedTo.FindStringSubmatch(content); m != nil {
+	if m := savedTo().FindStringSubmatch(content); m != nil {
 		s.toolResults = path.Dir(m[1])
 	}
 	if isError {
 		if tool == "Bash" && !strings.HasPrefix(content, "<tool_use_error>") {
-			has := exitPrefix.MatchString(content)
+			has := exitPrefix().MatchString(content)
 			s.exitPrefix = triOf(has)
 			if !has {
 				s.setEra(false) // before 2.1, errors were the bare output
@@ -144,10 +145,10 @@ func (s *style) learn(tool, content string, isError bool) {
 			}
 		}
 		switch {
-		case arrowLine.MatchString(body):
+		case arrowLine().MatchString(body):
 			s.arrow = yes
 			s.setEra(false)
-		case tabLine.MatchString(body):
+		case tabLine().MatchString(body):
 			s.arrow = no
 			s.setEra(true)
 		default:
@@ -166,9 +167,9 @@ func (s *style) learn(tool, content string, isError bool) {
 			s.setEra(false)
 			if i := strings.Index(content, snippetIntro+"\n"); i >= 0 {
 				rest := content[i+len(snippetIntro)+1:]
-				if arrowLine.MatchString(rest) {
+				if arrowLine().MatchString(rest) {
 					s.arrow = yes
-				} else if tabLine.MatchString(rest) {
+				} else if tabLine().MatchString(rest) {
 					s.arrow = no
 				}
 			}

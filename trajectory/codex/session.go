@@ -5,6 +5,7 @@ import (
 	"io"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -26,11 +27,13 @@ func (sessions) Root(home string, getenv func(string) string) (string, error) {
 	return store.RootFrom(home, ".codex", "CODEX_HOME", getenv)
 }
 
-var rolloutNameRe = regexp.MustCompile(`^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-(.+)\.jsonl$`)
+var rolloutNameRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^rollout-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-(.+)\.jsonl$`)
+})
 
 // RolloutID is the session id a rollout file name ends in, if it is one.
 func RolloutID(base string) (string, bool) {
-	m := rolloutNameRe.FindStringSubmatch(base)
+	m := rolloutNameRe().FindStringSubmatch(base)
 	if m == nil {
 		return "", false
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pvisor/pvisor/run"
@@ -34,7 +35,7 @@ type shellCommandArgs struct {
 	TimeoutMS *float64 `json:"timeout_ms"`
 }
 
-var sandboxRe = regexp.MustCompile(`^failed in sandbox (\S+) with execution error: `)
+var sandboxRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^failed in sandbox (\S+) with execution error: `) })
 
 // legacyShell runs the argv `shell` tool. Its result is the JSON string
 // serde writes for {"output": …, "metadata": {"exit_code": N,
@@ -79,7 +80,7 @@ func (s *session) legacyShell(ctx context.Context, call *trajectory.ToolCall) (t
 			// 0.40 answers a timeout through its sandbox-error path.
 			sb := "None"
 			if o := call.Observation; o != nil {
-				if m := sandboxRe.FindStringSubmatch(o.Content); m != nil {
+				if m := sandboxRe().FindStringSubmatch(o.Content); m != nil {
 					sb = m[1]
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -100,7 +101,7 @@ func maxTokens(v *float64) int {
 	return max(0, int(*v))
 }
 
-var runningRe = regexp.MustCompile(`(?m)^Process running with session ID (\d+)$`)
+var runningRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^Process running with session ID (\d+)$`) })
 
 // recordedSession is the session id the recorded result of c reported,
 // 0 when it reported none.
@@ -112,7 +113,7 @@ func recordedSession(c *trajectory.ToolCall) int {
 	if i := strings.Index(head, "\nOutput:\n"); i >= 0 {
 		head = head[:i]
 	}
-	m := runningRe.FindStringSubmatch(head)
+	m := runningRe().FindStringSubmatch(head)
 	if m == nil {
 		return 0
 	}
@@ -121,8 +122,8 @@ func recordedSession(c *trajectory.ToolCall) int {
 }
 
 var (
-	chunkLineRe = regexp.MustCompile(`(?m)^Chunk ID: [0-9a-f]{6}$`)
-	wallLineRe  = regexp.MustCompile(`(?m)^Wall time: \d+\.\d{4} seconds$`)
+	chunkLineRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^Chunk ID: [0-9a-f]{6}$`) })
+	wallLineRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^Wall time: \d+\.\d{4} seconds$`) })
 )
 
 // Normalize masks the parts of a unified exec result that differ from run
@@ -131,8 +132,8 @@ var (
 // one; apply_patch and shell texts have no such fields that are not
 // rounded to tenths.
 func Normalize(content string) string {
-	content = chunkLineRe.ReplaceAllString(content, "Chunk ID: <random>")
-	return wallLineRe.ReplaceAllString(content, "Wall time: <measured> seconds")
+	content = chunkLineRe().ReplaceAllString(content, "Chunk ID: <random>")
+	return wallLineRe().ReplaceAllString(content, "Wall time: <measured> seconds")
 }
 
 func chunkID() string { return fmt.Sprintf("%06x", rand.IntN(1<<24)) }

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -87,7 +86,21 @@ type Origin struct {
 	CLIVersion string `json:"cli_version,omitempty"`
 }
 
-var idRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+// plainID is ^[A-Za-z0-9_-]{1,128}$ by hand: as a regexp the bounded
+// repetition compiles to 128 copies of the class, a third of a
+// millisecond at every pvisor start.
+func plainID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // BadIDError is an id that could reach outside the store or widen a glob.
 type BadIDError struct{ ID string }
@@ -98,7 +111,7 @@ func (e *BadIDError) Error() string {
 
 // CheckID refuses ids with path separators, dots or glob metacharacters.
 func CheckID(id string) error {
-	if !idRe.MatchString(id) {
+	if !plainID(id) {
 		return &BadIDError{ID: id}
 	}
 	return nil

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// releaseBinary builds the binary as `make build` does: the test binary
+// itself links the test-only packages, whose package init would be counted
+// as start-up.
+func releaseBinary(b *testing.B) string {
+	bin := filepath.Join(b.TempDir(), "pvisor")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// childCPU runs argv to completion and returns the user + system time of
+// the process and everything it waited for.
+func childCPU(b *testing.B, env []string, argv ...string) time.Duration {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("%v: %v\n%s", argv, err, out)
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
+// BenchmarkProcessStart is the CPU of `pvisor --version` (runtime start
+// plus every package init: what each process of a batch pays, target
+// ≤ 2 ms) against /bin/true started the same way, interleaved in one loop.
+// GODEBUG=inittrace=1 pvisor --version shows which package costs what.
+// PVISOR_BENCH_BASELINE_BIN=/path/to/an/older/pvisor runs that binary in
+// the same loop too.
+func BenchmarkProcessStart(b *testing.B) {
+	bin := releaseBinary(b)
+	old := os.Getenv("PVISOR_BENCH_BASELINE_BIN")
+	const reps = 50
+	var pv, base, oldCPU time.Duration
+	n := 0
+	for b.Loop() {
+		for range reps {
+			base += childCPU(b, os.Environ(), "/bin/true")
+			pv += childCPU(b, os.Environ(), bin, "--version")
+			if old != "" {
+				oldCPU += childCPU(b, os.Environ(), old, "--version")
+			}
+		}
+		n += reps
+	}
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(n) }
+	b.ReportMetric(ms(pv), "start-cpu-ms")
+	b.ReportMetric(ms(base), "true-cpu-ms")
+	b.ReportMetric(float64(pv)/float64(base), "start/true")
+	if old != "" {
+		b.ReportMetric(ms(oldCPU), "baseline-bin-start-cpu-ms")
+		b.ReportMetric(float64(pv)/float64(oldCPU), "start/baseline-bin")
+	}
+}
+
+// BenchmarkReplayedCallCLI replays, as a whole `pvisor replay --replay-only`
+// process, a Codex rollout of 200 `bash -lc true` calls (isolated when run
+// as root: each call's init, namespaces, /proc), against the agent's own
+// shell: the same 200 `bash -lc true` run one after another, interleaved in
+// one loop. Reported per call: the CPU of each and pvisor's CPU over the
+// shell's (target ≤ +1.5 ms), and the wall times likewise. HOME is an empty
+// directory for both, so the machine's own login scripts weigh on neither.
+// PVISOR_BENCH_BASELINE_BIN=/path/to/an/older/pvisor replays with that
+// binary in the same loop too.
+func BenchmarkReplayedCallCLI(b *testing.B) {
+	bin := releaseBinary(b)
+	old := os.Getenv("PVISOR_BENCH_BASELINE_BIN")
+	const calls = 200
+	dir := b.TempDir()
+	ws, home := filepath.Join(dir, "ws"), filepath.Join(dir, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString(`{"timestamp":"2025-09-24T19:22:20.000Z","type":"session_meta","payload":{"id":"01997e76-d124-7592-9cac-2ec05abbca08","cwd":"` + ws + `","cli_version":"0.40.0"}}` + "\n")
+	sb.WriteString(`{"timestamp":"2025-09-24T19:22:21.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}` + "\n")
+	args, _ := json.Marshal(map[string]any{"command": []string{"bash", "-lc", "true"}})
+	for i := range calls {
+		call, _ := json.Marshal(map[string]any{"type": "function_call", "name": "shell", "arguments": string(args), "call_id": fmt.Sprint("c", i)})
+		out, _ := json.Marshal(map[string]any{"type": "function_call_output", "call_id": fmt.Sprint("c", i), "output": `{"output":"","metadata":{"exit_code":0,"duration_seconds":0.0}}`})
+		fmt.Fprintf(&sb, `{"timestamp":"2025-09-24T19:22:22.000Z","type":"response_item","payload":%s}`+"\n", call)
+		fmt.Fprintf(&sb, `{"timestamp":"2025-09-24T19:22:23.000Z","type":"response_item","payload":%s}`+"\n", out)
+	}
+	traj := filepath.Join(dir, "rollout.jsonl")
+	if err := os.WriteFile(traj, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	env := append(os.Environ(), "HOME="+home)
+	var shellCPU, pvCPU, oldCPU, shellWall, pvWall time.Duration
+	runs := 0
+	replay := func(bin, id string) time.Duration {
+		return childCPU(b, env, bin, "replay", "--agent", "codex", "--trajectory", traj, "--after-step", fmt.Sprint(calls), "--replay-only",
+			"--workspace", ws, "--run-id", id, "--state-dir", filepath.Join(dir, "state"), "--output-dir", filepath.Join(dir, "out"))
+	}
+	for b.Loop() {
+		t0 := time.Now()
+		for range calls {
+			shellCPU += childCPU(b, env, "bash", "-lc", "true")
+		}
+		t1 := time.Now()
+		runs++
+		pvCPU += replay(bin, fmt.Sprint("r", runs))
+		shellWall, pvWall = shellWall+t1.Sub(t0), pvWall+time.Since(t1)
+		if old != "" {
+			oldCPU += replay(old, fmt.Sprint("old", runs))
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "out", "r1", "result.json"))
+	var res struct {
+		ReplayedToolCalls int `json:"replayed_tool_calls"`
+		Metadata          struct {
+			ToolIsolation struct {
+				Mechanisms []string `json:"mechanisms"`
+			} `json:"tool_isolation"`
+		} `json:"metadata"`
+	}
+	if err != nil || json.Unmarshal(data, &res) != nil || res.ReplayedToolCalls != calls {
+		b.Fatalf("replay: %v %.300s", err, data)
+	}
+	isolated := 0.0
+	if slices.Contains(res.Metadata.ToolIsolation.Mechanisms, "pid-namespace") {
+		isolated = 1
+	}
+	per := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(runs*calls) }
+	b.ReportMetric(isolated, "isolated")
+	b.ReportMetric(per(shellCPU), "bash-lc-cpu-ms/call")
+	b.ReportMetric(per(pvCPU), "replayed-cpu-ms/call")
+	b.ReportMetric(per(pvCPU-shellCPU), "cpu-over-bash-lc-ms/call")
+	b.ReportMetric(float64(pvCPU)/float64(shellCPU), "cpu/bash-lc")
+	b.ReportMetric(per(pvWall)-per(shellWall), "wall-over-bash-lc-ms/call")
+	b.ReportMetric(float64(pvWall)/float64(shellWall), "wall/bash-lc")
+	if old != "" {
+		b.ReportMetric(per(oldCPU-shellCPU), "baseline-bin-cpu-over-bash-lc-ms/call")
+		b.ReportMetric(float64(oldCPU)/float64(shellCPU), "baseline-bin-cpu/bash-lc")
+	}
+}
