@@ -86,7 +86,9 @@ func (r *run) verify(ctx context.Context) {
 }
 
 func (r *run) runVerify(ctx context.Context) Verification {
-	bad := func(err error) Verification { return Verification{Verdict: VerdictError, Error: err.Error(), OutputTail: ""} }
+	bad := func(err error) Verification {
+		return Verification{Verdict: VerdictError, Error: err.Error(), OutputTail: ""}
+	}
 	ws, err := r.workspace()
 	if err != nil {
 		return bad(err)
