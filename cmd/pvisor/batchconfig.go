@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -31,6 +32,9 @@ type batchTable struct {
 	Shards    int    `toml:"shards"`
 	// Workspaces: "copy" (default) or "overlay".
 	Workspaces string `toml:"workspaces"`
+	// Verify grades every run (a [[runs]] entry may set its own).
+	Verify          string `toml:"verify"`
+	VerifyTimeoutMS int    `toml:"verify_timeout_ms"`
 }
 
 type runsEntry struct {
@@ -38,6 +42,10 @@ type runsEntry struct {
 	Trajectories []string `toml:"trajectories"`
 	AfterSteps   any      `toml:"after_steps"`
 	Repeats      *int     `toml:"repeats"`
+	// Verify and VerifyTimeoutMS override [batch]'s for this entry;
+	// verify = "" turns grading off for it.
+	Verify          string `toml:"verify"`
+	VerifyTimeoutMS int    `toml:"verify_timeout_ms"`
 }
 
 const batchTables = "[batch], [replay], [run], [overlayfs], [overlaynet], [[runs]], [[models]]; see 'pvisor batch --help'"
@@ -131,6 +139,20 @@ func loadBatch(path string) (*batch.Spec, []error) {
 		req, err := f.request(abs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: [[runs]] %v", pos, err))
+			continue
+		}
+		req.Verify, req.VerifyTimeout = bt.Verify, time.Duration(bt.VerifyTimeoutMS)*time.Millisecond
+		if _, set := raw.Runs[i]["verify"]; set {
+			req.Verify = e.Verify
+		}
+		if _, set := raw.Runs[i]["verify_timeout_ms"]; set {
+			req.VerifyTimeout = time.Duration(e.VerifyTimeoutMS) * time.Millisecond
+		}
+		if req.Verify != "" && req.Mode == replay.PrepareOnly {
+			errs = append(errs, fmt.Errorf("%s: [[runs]] verify needs a workspace that tools ran in: a prepare_only run has none (drop verify, or prepare_only)", pos))
+		}
+		if req.VerifyTimeout < 0 {
+			errs = append(errs, fmt.Errorf("%s: [[runs]] verify_timeout_ms must be positive (or unset for %s)", pos, replay.DefaultVerifyTimeout))
 			continue
 		}
 		repeats := 1

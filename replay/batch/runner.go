@@ -205,6 +205,9 @@ func runOne(ctx context.Context, r *Run, l Layout, opt Options) (*Record, []byte
 		Repeat: r.Repeat, Upstream: r.Upstream, Model: r.Model, PvisorVersion: opt.PvisorVersion}
 	req := r.req
 	req.RunID, req.StateRoot, req.OutputRoot = r.ID, l.State, l.Out
+	// A study compares what continuations did, so every one leaves its
+	// diff (not part of the run id: it changes nothing the run does).
+	req.WorkspaceDiff = req.Mode == replay.Continue
 	res := (*result.Result)(nil)
 	var line []byte
 	err := cleanLeftovers(r.ID, l)
