@@ -46,6 +46,7 @@ type Entry struct {
 	Workspace    string // directory or tarball copied fresh for every run; "" = none
 	Repeats      int
 	Model        string // the [[models]] name this copy of the entry runs ("" = none)
+	Prices       *Prices
 }
 
 // Steps selects boundaries: a list, every step, or a range.
@@ -72,6 +73,7 @@ type Run struct {
 	// so run ids do not depend on where the study sits on disk.
 	promptFile string
 	modelName  string // the [[models]] name, part of the id
+	prices     *Prices
 }
 
 // Expand turns a spec into its runs. It checks everything it can without
@@ -156,7 +158,7 @@ func Expand(spec *Spec) ([]*Run, []error) {
 					for rep := 1; rep <= e.Repeats; rep++ {
 						r := &Run{Index: len(runs), Agent: e.Request.Agent, Trajectory: shown(base, path),
 							AfterStep: step, Repeat: rep, Upstream: e.Request.Upstream, Model: e.Request.UpstreamModel, req: e.Request,
-							modelName: e.Model}
+							modelName: e.Model, prices: e.Prices}
 						if e.Model != "" {
 							r.Model = e.Model
 						}
