@@ -100,7 +100,9 @@ func row(cells []string) string {
 func runAnchor(r Run) string { return "run-" + r.RunID }
 
 // hasSection says whether the run gets a section of its own.
-func hasSection(r Run) bool { return r.Verify != nil || r.Diff != nil || r.Actions != nil || r.Failure != nil }
+func hasSection(r Run) bool {
+	return r.Verify != nil || r.Diff != nil || r.Actions != nil || r.Failure != nil
+}
 
 // runSectionsHTML writes one section per run with anything to show: its
 // verify outcome, workspace diff, the recorded and the continued next
