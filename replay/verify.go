@@ -64,9 +64,9 @@ func (r *Request) checkVerify() error {
 	case strings.ContainsRune(r.Verify, 0):
 		return configErr("verify contains a NUL byte")
 	case r.VerifyTimeout < 0 || r.VerifyTimeout > MaxVerifyTimeout:
-		return configErr("verify_timeout %s: must be between 1s and %s (or unset for %s)", r.VerifyTimeout, MaxVerifyTimeout, DefaultVerifyTimeout)
+		return configErr("verify_timeout %s: must be at most %s (or unset for %s)", r.VerifyTimeout, MaxVerifyTimeout, DefaultVerifyTimeout)
 	case r.Verify == "" && r.VerifyTimeout != 0:
-		return configErr("verify_timeout is set but verify is not: give the command to run")
+		return configErr("verify_timeout (a batch's verify_timeout_ms) is set but verify is not: give the command to run")
 	}
 	return nil
 }
