@@ -117,6 +117,9 @@ workspace = "%s/repo.tar.gz"
 		if r.Verify == nil || r.Verify.Verdict != want {
 			t.Errorf("%s (%s): verify %+v, want %s", r.RunID, r.Model, r.Verify, want)
 		}
+		if a := r.Agreement; a == nil || a.FirstDivergence == nil || *a.FirstDivergence != 1 || a.RecordedActions == 0 {
+			t.Errorf("%s: action agreement %+v, want a divergence at the first action", r.RunID, a)
+		}
 		if r.Diff == nil || r.Actions == nil || r.Tokens == nil || r.Cost == nil {
 			t.Errorf("%s: diff %v, actions %v, tokens %v, cost %v", r.RunID, r.Diff, r.Actions, r.Tokens, r.Cost)
 			continue
@@ -136,7 +139,7 @@ workspace = "%s/repo.tar.gz"
 		}
 	}
 	page, _ := os.ReadFile(filepath.Join(dir, "out", "report.html"))
-	for _, want := range []string{`<table id="comparisons">`, "100% (2/2)", "0% (0/2)", "+100 pp (+", `class="sidebyside"`, "<ins>+fixed\n</ins>", "recorded next action"} {
+	for _, want := range []string{`<table id="comparisons">`, "100% (2/2)", "0% (0/2)", "+100 pp (+", `class="sidebyside"`, "<ins>+fixed\n</ins>", "recorded next action", "first divergence: action 1"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report.html lacks %q", want)
 		}

@@ -29,7 +29,7 @@ pre ins{color:#1a7f37;text-decoration:none}
 pre del{color:#cf222e;text-decoration:none}
 section.run{border-top:1px solid #ddd;margin-top:1em}
 table.sidebyside{table-layout:fixed;width:100%}
-table.sidebyside td,table.sidebyside th{text-align:left;vertical-align:top;word-break:break-word}
+table.sidebyside td,table.sidebyside th,table.agreement td,table.agreement th{text-align:left;vertical-align:top;word-break:break-word}
 .verdict-pass{color:#1a7f37}.verdict-fail,.verdict-error{color:#cf222e}
 </style></head><body>
 `)

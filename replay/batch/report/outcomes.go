@@ -38,6 +38,19 @@ type RunDiff struct {
 	text  string         // the start of the diff, for the HTML page
 }
 
+// Agreement is a run's metadata.action_agreement: how many actions after
+// the boundary followed the recording (see replay.ActionAgreement).
+type Agreement struct {
+	RecordedActions  int        `json:"recorded_actions"`
+	ContinuedActions int        `json:"continued_actions"`
+	Compared         int        `json:"compared"`
+	ToolsPrefix      int        `json:"tools_prefix"`
+	ExactPrefix      int        `json:"exact_prefix"`
+	FirstDivergence  *int       `json:"first_divergence"`
+	RecordedTools    [][]string `json:"recorded_tools"`
+	ContinuedTools   [][]string `json:"continued_tools"`
+}
+
 // Actions are the recorded and the continued next action, side by side.
 type Actions struct {
 	Recorded  result.Action `json:"recorded"`
@@ -56,7 +69,8 @@ const (
 func readOutcomes(r *Run, out string, line []byte, cmp *result.NextActionComparison) {
 	var res struct {
 		Metadata struct {
-			Verify        *Verify `json:"verify"`
+			Verify        *Verify    `json:"verify"`
+			Agreement     *Agreement `json:"action_agreement"`
 			WorkspaceDiff *struct {
 				Written bool           `json:"written"`
 				Stats   map[string]any `json:"stats"`
@@ -72,7 +86,7 @@ func readOutcomes(r *Run, out string, line []byte, cmp *result.NextActionCompari
 		return
 	}
 	m := res.Metadata
-	r.Verify = m.Verify
+	r.Verify, r.Agreement = m.Verify, m.Agreement
 	if m.Verify != nil {
 		m.Verify.OutputTail = clip(m.Verify.OutputTail, 4<<10)
 	}
@@ -137,7 +151,11 @@ func outcomesOf(g *Group, runs []Run) {
 	var tok Tokens
 	var cost float64
 	costed := 0
+	var prefixes []float64
 	for _, r := range runs {
+		if a := r.Agreement; a != nil {
+			prefixes = append(prefixes, float64(a.ToolsPrefix))
+		}
 		if v := r.Verify; v != nil {
 			g.Verified++
 			if g.Verdicts == nil {
@@ -166,6 +184,10 @@ func outcomesOf(g *Group, runs []Run) {
 	}
 	if g.WithTokens > 0 {
 		g.Tokens = &tok
+	}
+	if len(prefixes) > 0 {
+		d := distribution(prefixes)
+		g.AgreeingActions = &d
 	}
 	// A cost only when every run with tokens has one: a partial sum would
 	// read as the group's cost.

@@ -16,7 +16,7 @@ const maxRunSections = 200
 // hasOutcomes says whether any group has verify or token figures.
 func hasOutcomes(rep *Report) bool {
 	for _, g := range rep.Groups {
-		if g.Verified > 0 || g.WithTokens > 0 {
+		if g.Verified > 0 || g.WithTokens > 0 || g.AgreeingActions != nil {
 			return true
 		}
 	}
@@ -24,8 +24,11 @@ func hasOutcomes(rep *Report) bool {
 }
 
 // outcomeCells are a group's verify, token and cost cells.
-func outcomeCells(g Group) (verify, verdicts, tokens, cost string) {
-	verify, verdicts, tokens, cost = "–", "–", "–", "–"
+func outcomeCells(g Group) (agree, verify, verdicts, tokens, cost string) {
+	agree, verify, verdicts, tokens, cost = "–", "–", "–", "–", "–"
+	if d := g.AgreeingActions; d != nil {
+		agree = fmt.Sprintf("%.1f (%.0f–%.0f)", d.Mean, d.Min, d.Max)
+	}
 	if g.Verified > 0 {
 		verify = fmt.Sprintf("%s of %d", pctCI(g.VerifyPass, g.VerifyPassCI), g.Verified)
 		verdicts = fmt.Sprintf("%d / %d / %d", g.Verdicts["pass"], g.Verdicts["fail"], g.Verdicts["error"])
@@ -40,7 +43,7 @@ func outcomeCells(g Group) (verify, verdicts, tokens, cost string) {
 	return
 }
 
-const outcomeHeader = "agent|CLI release|upstream|after step|runs|verify pass (95% CI)|pass / fail / error|tokens in / out per run|cost"
+const outcomeHeader = "agent|CLI release|upstream|after step|runs|actions following the recording, mean (min–max)|verify pass (95% CI)|pass / fail / error|tokens in / out per run|cost"
 
 func outcomesHTML(b *bytes.Buffer, rep *Report) {
 	if !hasOutcomes(rep) {
@@ -48,8 +51,8 @@ func outcomesHTML(b *bytes.Buffer, rep *Report) {
 	}
 	b.WriteString("<h2>Outcomes per boundary</h2>\n<p>Verify pass is the share of graded runs whose verify command exited 0. Tokens are as the model service reported them; cost only where the study gives prices (– when unknown).</p>\n<table id=\"outcomes\">" + headerRow(outcomeHeader))
 	for _, g := range rep.Groups {
-		v, vs, tok, cost := outcomeCells(g)
-		cells := []string{g.Agent, orDash(g.AgentVersion), g.Upstream, fmt.Sprint(g.AfterStep), fmt.Sprint(g.Runs), v, vs, tok, cost}
+		agree, v, vs, tok, cost := outcomeCells(g)
+		cells := []string{g.Agent, orDash(g.AgentVersion), g.Upstream, fmt.Sprint(g.AfterStep), fmt.Sprint(g.Runs), agree, v, vs, tok, cost}
 		b.WriteString(row(cells))
 	}
 	b.WriteString("</table>\n")
@@ -153,6 +156,19 @@ func runSectionsHTML(b *bytes.Buffer, rep *Report) {
 				fmt.Fprintf(b, "<details open><summary>workspace diff</summary><pre class=\"diff\">%s</pre></details>\n", diffHTML(d.text))
 			}
 		}
+		if a := r.Agreement; a != nil {
+			first := "none within the actions compared"
+			if a.FirstDivergence != nil {
+				first = fmt.Sprintf("action %d", *a.FirstDivergence)
+			}
+			fmt.Fprintf(b, "<p>after the boundary: %d recorded and %d continued actions; %d followed the recording by tool names, %d exactly; first divergence: %s.</p>\n",
+				a.RecordedActions, a.ContinuedActions, a.ToolsPrefix, a.ExactPrefix, first)
+			b.WriteString("<table class=\"agreement\"><tr><th>#</th><th>recorded tools</th><th>continued tools</th></tr>\n")
+			for i := 0; i < max(len(a.RecordedTools), len(a.ContinuedTools)) && i < 20; i++ {
+				b.WriteString(row([]string{fmt.Sprint(i + 1), toolsAt(a.RecordedTools, i), toolsAt(a.ContinuedTools, i)}))
+			}
+			b.WriteString("</table>\n")
+		}
 		if a := r.Actions; a != nil {
 			b.WriteString("<table class=\"sidebyside\"><tr><th>recorded next action</th><th>continued next action</th></tr>\n<tr>")
 			for _, x := range []result.Action{a.Recorded, a.Continued} {
@@ -233,8 +249,8 @@ func outcomesMarkdown(b *bytes.Buffer, rep *Report) {
 	if hasOutcomes(rep) {
 		b.WriteString("\n## Outcomes per boundary\n\n" + mdHeader(outcomeHeader))
 		for _, g := range rep.Groups {
-			v, vs, tok, cost := outcomeCells(g)
-			b.WriteString(mdRow([]string{g.Agent, orDash(g.AgentVersion), g.Upstream, fmt.Sprint(g.AfterStep), fmt.Sprint(g.Runs), v, vs, tok, cost}))
+			agree, v, vs, tok, cost := outcomeCells(g)
+			b.WriteString(mdRow([]string{g.Agent, orDash(g.AgentVersion), g.Upstream, fmt.Sprint(g.AfterStep), fmt.Sprint(g.Runs), agree, v, vs, tok, cost}))
 		}
 	}
 	if len(rep.Comparisons) > 0 {
@@ -259,4 +275,23 @@ func mdRow(cells []string) string {
 		esc[i] = md(c)
 	}
 	return "| " + strings.Join(esc, " | ") + " |\n"
+}
+
+// toolsAt is the i-th action's tool names ("text" for none, "–" past the
+// end).
+func toolsAt(tools [][]string, i int) string {
+	if i >= len(tools) {
+		return "–"
+	}
+	if len(tools[i]) == 0 {
+		return "(text)"
+	}
+	var names []string
+	for _, n := range tools[i] {
+		names = append(names, clip(n, 100))
+	}
+	if len(names) > 20 {
+		names = append(names[:20], "…")
+	}
+	return strings.Join(names, ", ")
 }

@@ -69,6 +69,9 @@ type Run struct {
 	Tokens  *Tokens  `json:"tokens,omitempty"`
 	Cost    *float64 `json:"cost,omitempty"`
 	Actions *Actions `json:"next_actions,omitempty"`
+	// Agreement says how many actions after the boundary followed the
+	// recording (metadata.action_agreement).
+	Agreement *Agreement `json:"action_agreement,omitempty"`
 }
 
 // RunFailure is a failed run's category and message.
@@ -124,11 +127,14 @@ type Group struct {
 	Verdicts     map[string]int `json:"verdicts,omitempty"`
 	// Tokens sums the usage of the WithTokens runs that reported any; Cost
 	// their price, when every one of them has prices.
-	WithTokens  int      `json:"runs_with_tokens,omitempty"`
-	Tokens      *Tokens  `json:"tokens,omitempty"`
-	Cost        *float64 `json:"cost,omitempty"`
-	verifyPassK int
-	exactK      int
+	WithTokens int `json:"runs_with_tokens,omitempty"`
+	// AgreeingActions is the distribution of the runs' leading actions
+	// whose tool names follow the recording (ActionAgreement.ToolsPrefix).
+	AgreeingActions *Distribution `json:"agreeing_actions,omitempty"`
+	Tokens          *Tokens       `json:"tokens,omitempty"`
+	Cost            *float64      `json:"cost,omitempty"`
+	verifyPassK     int
+	exactK          int
 }
 
 // Shares are Drift as fractions of the calls, each with its Wilson 95%
