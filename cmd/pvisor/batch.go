@@ -36,6 +36,8 @@ the same file again skips what finished and redoes what was interrupted.
     jobs = 2
     # workspaces = "overlay"   # root: a per-run upper over a shared lower, no copy
     # shards = 4               # tasks for 'emit' (default: one per jobs runs) and JOB_COMPLETION_INDEX
+    # verify = "make test"     # grades each run in its workspace: pass (exit 0), fail or error
+    # verify_timeout_ms = 600000
 
     [replay]                   # defaults: any key of a replay --config [replay]
     upstream = "recorded"
@@ -47,6 +49,7 @@ the same file again skips what finished and redoes what was interrupted.
     after_steps = [1, 3]       # or "all", or { from = 1, to = 5, every = 2 }
     workspace = "repo.tar.gz"  # a directory or tarball
     repeats = 1
+    # verify = "pytest -q"     # this entry's own (verify = "" for none)
 
     [[models]]                 # optional: every [[runs]] entry once per model
     name = "fast"              # the label in run ids, records and reports
@@ -54,6 +57,8 @@ the same file again skips what finished and redoes what was interrupted.
     model = "qwen3-coder"
     base_url = "http://127.0.0.1:8765/v1"
     key_env = "FAST_KEY"       # the variable holding the key, never the key
+    # price_input = 0.5        # per million tokens: the report's cost column
+    # price_output = 2.0
 
 Everything is checked before anything runs; all problems are listed, exit 2.
 stdout gets each run's result line as it ends, then the batch's own line.
