@@ -39,6 +39,9 @@ the same file again skips what finished and redoes what was interrupted.
     # verify = "make test"     # grades each run in its workspace: pass (exit 0), fail or error
     # verify_timeout_ms = 600000
 
+    # [batch.slurm]            # for 'emit slurm': time = "2:00:00", memory = "8G", partition, account
+    # [batch.k8s]              # for 'emit k8s': memory = "8Gi", backoff_limit_per_index = 2
+
     [replay]                   # defaults: any key of a replay --config [replay]
     upstream = "recorded"
     max_steps = 30
@@ -327,7 +330,8 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 	if len(errs) > 0 {
 		return batchFail(stdout, stderr, fmt.Errorf("%d problem(s) in the batch file:\n%v", len(errs), joinErrors(errs)))
 	}
-	job := batch.ClusterJob{File: spec.File, Out: spec.OutputDir, Shards: *shards, Jobs: *jobs, Pvisor: *pvisor, Image: *image, Claim: *claim}
+	job := batch.ClusterJob{File: spec.File, Out: spec.OutputDir, Shards: *shards, Jobs: *jobs, Pvisor: *pvisor, Image: *image, Claim: *claim,
+		Slurm: spec.Slurm, K8s: spec.K8s}
 	if job.Shards == 0 {
 		job.Shards = spec.Shards
 	}
@@ -353,7 +357,7 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 		}
 		job.Pvisor = self
 	}
-	text := job.Slurm
+	text := job.SlurmScript
 	if kind == "k8s" {
 		text = job.Kubernetes
 	}

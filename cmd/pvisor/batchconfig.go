@@ -35,6 +35,21 @@ type batchTable struct {
 	// Verify grades every run (a [[runs]] entry may set its own).
 	Verify          string `toml:"verify"`
 	VerifyTimeoutMS int    `toml:"verify_timeout_ms"`
+	// Slurm and K8s are what 'batch emit' puts in the job for the cluster.
+	Slurm *slurmTable `toml:"slurm"`
+	K8s   *k8sTable   `toml:"k8s"`
+}
+
+type slurmTable struct {
+	Time      string `toml:"time"`
+	Memory    string `toml:"memory"`
+	Partition string `toml:"partition"`
+	Account   string `toml:"account"`
+}
+
+type k8sTable struct {
+	Memory               string `toml:"memory"`
+	BackoffLimitPerIndex int    `toml:"backoff_limit_per_index"`
 }
 
 type runsEntry struct {
@@ -48,7 +63,7 @@ type runsEntry struct {
 	VerifyTimeoutMS int    `toml:"verify_timeout_ms"`
 }
 
-const batchTables = "[batch], [replay], [run], [overlayfs], [overlaynet], [[runs]], [[models]]; see 'pvisor batch --help'"
+const batchTables = "[batch], [batch.slurm], [batch.k8s], [replay], [run], [overlayfs], [overlaynet], [[runs]], [[models]]; see 'pvisor batch --help'"
 
 // loadBatch reads a batch file. Every problem is returned, not just the
 // first: a study file is fixed in one go.
@@ -86,6 +101,18 @@ func loadBatch(path string) (*batch.Spec, []error) {
 	case "", batch.WorkspacesCopy, batch.WorkspacesOverlay:
 	default:
 		errs = append(errs, fmt.Errorf("%s:%d: [batch] workspaces = %q: use \"copy\" or \"overlay\"", path, keyLine(data, "[batch]", "workspaces"), bt.Workspaces))
+	}
+	if t := bt.Slurm; t != nil {
+		spec.Slurm = batch.SlurmOptions{Time: t.Time, Memory: t.Memory, Partition: t.Partition, Account: t.Account}
+		for _, err := range spec.Slurm.Check() {
+			errs = append(errs, fmt.Errorf("%s:%d: %v", path, keyLine(data, "[batch.slurm]", ""), err))
+		}
+	}
+	if t := bt.K8s; t != nil {
+		spec.K8s = batch.K8sOptions{Memory: t.Memory, BackoffLimitPerIndex: t.BackoffLimitPerIndex}
+		for _, err := range spec.K8s.Check() {
+			errs = append(errs, fmt.Errorf("%s:%d: %v", path, keyLine(data, "[batch.k8s]", ""), err))
+		}
 	}
 	if bt.OutputDir == "" {
 		errs = append(errs, fmt.Errorf("%s: [batch] output_dir is required (relative to the file)", path))

@@ -35,6 +35,9 @@ type Spec struct {
 	// Models is the model axis: every entry runs once per model (none:
 	// once, with its own upstream).
 	Models []Model
+	// Slurm and K8s are [batch.slurm] and [batch.k8s], for 'emit'.
+	Slurm SlurmOptions
+	K8s   K8sOptions
 }
 
 // Entry is one [[runs]] table.
