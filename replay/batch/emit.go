@@ -34,7 +34,7 @@ type SlurmOptions struct {
 // K8sOptions are [batch.k8s]: each pod's memory (request and limit) and
 // how often one index is retried.
 type K8sOptions struct {
-	Memory         string // "8Gi"; "" for none
+	Memory               string // "8Gi"; "" for none
 	BackoffLimitPerIndex int    // backoffLimitPerIndex (0: 2)
 }
 
