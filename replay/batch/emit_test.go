@@ -3,6 +3,7 @@ package batch
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -74,6 +75,26 @@ func TestClusterOptionsChecked(t *testing.T) {
 	} {
 		if errs := tc.opt.Check(); len(errs) != tc.errs {
 			t.Errorf("%s: %v, want %d problem(s)", tc.name, errs, tc.errs)
+		}
+	}
+}
+
+// TestEmittedJobPassesKubernetesValidate checks the emitted Jobs against
+// the Kubernetes schemas with a real validator, kubernetes-validate
+// --strict (PyPI: pip install kubernetes-validate), taken from PATH or
+// $PVISOR_KUBERNETES_VALIDATE; skipped where it is not installed.
+func TestEmittedJobPassesKubernetesValidate(t *testing.T) {
+	tool := os.Getenv("PVISOR_KUBERNETES_VALIDATE")
+	if tool == "" {
+		var err error
+		if tool, err = exec.LookPath("kubernetes-validate"); err != nil {
+			t.Skip("kubernetes-validate is not installed (pip install kubernetes-validate, or set PVISOR_KUBERNETES_VALIDATE)")
+		}
+	}
+	for _, name := range []string{"k8s-job.yaml", "k8s-job-options.yaml"} {
+		out, err := exec.Command(tool, "--strict", filepath.Join("testdata", "golden", name)).CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", name, err, out)
 		}
 	}
 }
