@@ -343,6 +343,17 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pvisor batch emit: no [batch] shards in the file and no --shards: %d tasks, one per %d of the %d runs (set shards to choose)\n",
 			job.Shards, job.Jobs, len(runs))
 	}
+	if outside := batch.OutsideStudy(spec, runs); kind == "k8s" && len(outside) > 0 {
+		fmt.Fprintf(stderr, "pvisor batch emit: warning: %d path(s) lie outside the study dir %s, which is all the Job mounts (at /study): move them into it, or the pods will not find them:\n",
+			len(outside), filepath.Dir(spec.File))
+		for i, p := range outside {
+			if i == 10 {
+				fmt.Fprintf(stderr, "    … and %d more\n", len(outside)-10)
+				break
+			}
+			fmt.Fprintf(stderr, "    %s\n", p)
+		}
+	}
 	name := "slurm.sh"
 	switch {
 	case kind == "k8s":

@@ -201,3 +201,27 @@ func DefaultShards(runs, jobs int) int {
 	jobs = max(jobs, 1)
 	return max((runs+jobs-1)/jobs, 1)
 }
+
+// OutsideStudy lists, once each and in order, the sessions, workspaces and
+// output dir of runs that lie outside the batch file's directory: a Job
+// mounts that directory alone (at /study), so they would be missing in
+// the pods, and a copy of the study dir would lose them.
+func OutsideStudy(spec *Spec, runs []*Run) []string {
+	base := filepath.Dir(spec.File)
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if p != "" && filepath.IsAbs(p) && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	if rel := shown(base, spec.OutputDir); filepath.IsAbs(rel) {
+		add(spec.OutputDir)
+	}
+	for _, r := range runs {
+		add(r.Trajectory) // shown: relative when inside
+		add(r.Workspace)
+	}
+	return out
+}
