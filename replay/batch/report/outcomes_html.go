@@ -153,7 +153,8 @@ func runSectionsHTML(b *bytes.Buffer, rep *Report) {
 			if d.text == "" {
 				b.WriteString("<p>workspace diff: the continuation changed nothing.</p>\n")
 			} else {
-				fmt.Fprintf(b, "<details open><summary>workspace diff</summary><pre class=\"diff\">%s</pre></details>\n", diffHTML(d.text))
+				fmt.Fprintf(b, "<details open><summary>workspace diff (<a href=\"%s\">workspace.diff</a>)</summary><pre class=\"diff\">%s</pre></details>\n",
+					html.EscapeString(rep.rel(d.Path)), diffHTML(d.text))
 			}
 		}
 		if a := r.Agreement; a != nil {

@@ -417,8 +417,10 @@ func Write(rep *Report, dir string) error {
 
 // link is where the report in linkBase reaches a run's result: relative,
 // so the study dir can move or be archived with its report.
-func (rep *Report) link(r Run) string {
-	target := r.ResultJSON
+func (rep *Report) link(r Run) string { return rep.rel(r.ResultJSON) }
+
+// rel is target relative to the report's directory, when it can be.
+func (rep *Report) rel(target string) string {
 	if rep.linkBase != "" {
 		base, err1 := filepath.Abs(rep.linkBase)
 		abs, err2 := filepath.Abs(target)
