@@ -68,7 +68,10 @@ type Run struct {
 	Diff    *RunDiff `json:"workspace_diff,omitempty"`
 	Tokens  *Tokens  `json:"tokens,omitempty"`
 	Cost    *float64 `json:"cost,omitempty"`
-	Actions *Actions `json:"next_actions,omitempty"`
+	// Actions are for the HTML page only: each run's
+	// next-action-comparison.json has them, and a study of many runs
+	// keeps report.json small.
+	Actions *Actions `json:"-"`
 	// Agreement says how many actions after the boundary followed the
 	// recording (metadata.action_agreement).
 	Agreement *Agreement `json:"action_agreement,omitempty"`
