@@ -233,6 +233,9 @@ func (s *Snapshot) writeFileDiff(sb *strings.Builder, p string, a, b *snapEntry,
 	}
 	old, nw := textOf(a), textOf(b)
 	switch {
+	case old.big || nw.big:
+		st.Summaries++
+		fmt.Fprintf(sb, "File changed: %d → %d bytes (over the %d-byte limit for a diff)\n", sizeOf(a), sizeOf(b), s.lim.MaxFileBytes)
 	case !old.ok || !nw.ok:
 		st.Binary++
 		fmt.Fprintf(sb, "Binary files a/%s and b/%s differ (%d → %d bytes)\n", p, p, sizeOf(a), sizeOf(b))
@@ -255,6 +258,7 @@ type text struct {
 	text  string
 	lines int
 	ok    bool // kept, and text rather than binary
+	big   bool // not kept: over the size limits
 }
 
 // textOf is a file's content as diffable text: kept in the snapshot, valid
@@ -264,7 +268,7 @@ func textOf(e *snapEntry) text {
 		return text{ok: true}
 	}
 	if e.content == nil && e.size > 0 {
-		return text{}
+		return text{big: true}
 	}
 	if bytes.IndexByte(e.content, 0) >= 0 || !utf8.Valid(e.content) {
 		return text{}

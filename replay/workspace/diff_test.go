@@ -80,3 +80,16 @@ func TestDiffBounds(t *testing.T) {
 		t.Errorf("stats %+v, %d bytes:\n%s", st, len(got), got)
 	}
 }
+
+// TestDiffLargeFile: a file over MaxFileBytes is compared by hash and
+// summarised by its sizes, not called binary.
+func TestDiffLargeFile(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "big.log"), []byte(strings.Repeat("x\n", 100)), 0o644)
+	before, _ := Take(dir, Limits{MaxFiles: 10, MaxFileBytes: 50, MaxKeptBytes: 1 << 20, MaxDiffLines: 100, MaxDiffBytes: 1 << 10})
+	os.WriteFile(filepath.Join(dir, "big.log"), []byte(strings.Repeat("y\n", 101)), 0o644)
+	got, st, err := before.Diff()
+	if err != nil || st.Summaries != 1 || st.Binary != 0 || !strings.Contains(got, "File changed: 200 → 202 bytes") {
+		t.Errorf("%v %+v:\n%s", err, st, got)
+	}
+}
