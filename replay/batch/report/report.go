@@ -64,10 +64,10 @@ type Run struct {
 	// Verify is the run's grading (metadata.verify), Diff its workspace
 	// diff, Tokens the usage the model service reported and Cost its
 	// price (only when the study gave prices); nil when unknown.
-	Verify  *Verify  `json:"verify,omitempty"`
-	Diff    *RunDiff `json:"workspace_diff,omitempty"`
-	Tokens  *Tokens  `json:"tokens,omitempty"`
-	Cost    *float64 `json:"cost,omitempty"`
+	Verify *Verify  `json:"verify,omitempty"`
+	Diff   *RunDiff `json:"workspace_diff,omitempty"`
+	Tokens *Tokens  `json:"tokens,omitempty"`
+	Cost   *float64 `json:"cost,omitempty"`
 	// Actions are for the HTML page only: each run's
 	// next-action-comparison.json has them, and a study of many runs
 	// keeps report.json small.
