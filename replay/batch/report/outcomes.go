@@ -180,7 +180,6 @@ func outcomesOf(g *Group, runs []Run) {
 	}
 	if g.Verified > 0 {
 		g.VerifyPass, g.VerifyPassCI = ratio(pass, g.Verified), wilson(pass, g.Verified)
-		g.verifyPassK = pass
 	}
 	if g.WithTokens > 0 {
 		g.Tokens = &tok
@@ -239,10 +238,10 @@ func compare(groups []Group) []Comparison {
 			}
 			c := Comparison{Agent: a.Agent, AfterStep: a.AfterStep, A: groupLabel(a), B: groupLabel(b)}
 			if a.Verified > 0 && b.Verified > 0 {
-				c.VerifyPass = newcombe(a.verifyPassK, a.Verified, b.verifyPassK, b.Verified)
+				c.VerifyPass = newcombe(a.Verdicts["pass"], a.Verified, b.Verdicts["pass"], b.Verified)
 			}
 			if a.Compared > 0 && b.Compared > 0 {
-				c.ExactNextAction = newcombe(a.exactK, a.Compared, b.exactK, b.Compared)
+				c.ExactNextAction = newcombe(a.ExactToolMatches, a.Compared, b.ExactToolMatches, b.Compared)
 			}
 			if c.VerifyPass != nil || c.ExactNextAction != nil {
 				out = append(out, c)

@@ -14,7 +14,7 @@ import (
 // a pair with nothing to count on both sides.
 func TestCompare(t *testing.T) {
 	g := func(up string, step, verified, pass, compared, exact int) Group {
-		return Group{Agent: "codex", Upstream: up, AfterStep: step, Verified: verified, verifyPassK: pass, Compared: compared, exactK: exact}
+		return Group{Agent: "codex", Upstream: up, AfterStep: step, Verified: verified, Verdicts: map[string]int{"pass": pass}, Compared: compared, ExactToolMatches: exact}
 	}
 	for _, tc := range []struct {
 		name   string

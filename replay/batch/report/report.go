@@ -136,8 +136,9 @@ type Group struct {
 	AgreeingActions *Distribution `json:"agreeing_actions,omitempty"`
 	Tokens          *Tokens       `json:"tokens,omitempty"`
 	Cost            *float64      `json:"cost,omitempty"`
-	verifyPassK     int
-	exactK          int
+	// ExactToolMatches counts the compared runs whose next action had the
+	// recorded tools exactly (the k of ExactToolAgreement).
+	ExactToolMatches int `json:"exact_tool_matches"`
 }
 
 // Shares are Drift as fractions of the calls, each with its Wilson 95%
@@ -341,7 +342,7 @@ func group(runs []Run) Group {
 			g.Observations.Different += d.Different
 		}
 	}
-	g.exactK = exact
+	g.ExactToolMatches = exact
 	if g.Compared > 0 {
 		g.ToolNameAgreement = ratio(names, g.Compared)
 		g.ExactToolAgreement = ratio(exact, g.Compared)
