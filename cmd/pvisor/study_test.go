@@ -3,28 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/pvisor/pvisor/bridge/fakemodel"
-	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/batch/report"
-)
-
-// Two scripted models: "fixer" writes the file the verify command looks
-// for, "idler" only talks.
-const (
-	fixerScript = `{"replies": [
-  {"text": "Writing the result.", "tool_calls": [{"name": "exec_command", "arguments": {"cmd": "echo fixed > RESULT.txt"}}]},
-  {"text": "Done."}
-], "final": "Nothing left to do."}`
-	idlerScript = `{"replies": [{"text": "Nothing to change here."}], "final": "Nothing left to do."}`
+	"github.com/pvisor/pvisor/replay/fakeagent"
 )
 
 // TestStudyComparesTwoModels is issue 23's "done when" study: two models
@@ -56,12 +43,12 @@ func TestStudyComparesTwoModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	models := ""
-	for _, m := range []struct{ name, script string }{{"fixer", fixerScript}, {"idler", idlerScript}} {
-		script, err := fakemodel.ParseScript([]byte(m.script))
+	for _, m := range []struct{ name, script string }{{"fixer", fakeagent.FixerScript}, {"idler", fakeagent.IdlerScript}} {
+		up, err := fakeagent.NewPerRun(m.script)
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(&perRun{script: script, servers: map[string]*fakemodel.Server{}})
+		srv := httptest.NewServer(up)
 		t.Cleanup(srv.Close)
 		models += fmt.Sprintf("[[models]]\nname = %q\nupstream = \"openai-responses\"\nbase_url = \"%s/v1\"\nkey_env = \"PVISOR_STUDY_KEY\"\nprice_input = 2.5\nprice_output = 10\n\n", m.name, srv.URL)
 	}
@@ -70,7 +57,7 @@ func TestStudyComparesTwoModels(t *testing.T) {
 	toml := fmt.Sprintf(`[batch]
 output_dir = "out"
 jobs = 4
-verify = "grep -q fixed RESULT.txt"
+verify = %q
 verify_timeout_ms = 60000
 
 [replay]
@@ -82,7 +69,7 @@ trajectories = ["%s/rollout-*.jsonl"]
 after_steps = [1, 3]
 repeats = 2
 workspace = "%s/repo.tar.gz"
-`, cli, models, session, session)
+`, fakeagent.VerifyFixed, cli, models, session, session)
 	if err := os.WriteFile(study, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -144,25 +131,4 @@ workspace = "%s/repo.tar.gz"
 			t.Errorf("report.html lacks %q", want)
 		}
 	}
-}
-
-// perRun is one model's fake upstream: a scripted server per run (the
-// session header the bridge sends upstream), so that every continuation
-// gets the script from its first reply, whatever boundary it starts at.
-type perRun struct {
-	script  fakemodel.Script
-	mu      sync.Mutex
-	servers map[string]*fakemodel.Server
-}
-
-func (p *perRun) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	id := r.Header.Get(replay.RouterSessionHeader)
-	p.mu.Lock()
-	srv := p.servers[id]
-	if srv == nil {
-		srv = fakemodel.New(p.script)
-		p.servers[id] = srv
-	}
-	p.mu.Unlock()
-	srv.ServeHTTP(w, r)
 }
