@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"fmt"
+
 	"github.com/pvisor/pvisor/replay/relocate"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
@@ -43,12 +45,12 @@ func agreement(orig, cont *trajectory.Trajectory, afterStep int, back relocate.P
 		if i < len(a) {
 			s := signature(a[i], relocate.Paths{})
 			sa = &s
-			ag.RecordedTools = append(ag.RecordedTools, names(s))
+			ag.RecordedTools = append(ag.RecordedTools, shortNames(names(s)))
 		}
 		if i < len(b) {
 			s := signature(b[i], back)
 			sb = &s
-			ag.ContinuedTools = append(ag.ContinuedTools, names(s))
+			ag.ContinuedTools = append(ag.ContinuedTools, shortNames(names(s)))
 		}
 		if sa != nil && sb != nil {
 			ag.Compared++
@@ -103,4 +105,15 @@ func equalNames(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// maxListedTools bounds the names listed per action: a response with
+// thousands of calls is still one line of a summary.
+const maxListedTools = 50
+
+func shortNames(n []string) []string {
+	if len(n) > maxListedTools {
+		return append(n[:maxListedTools:maxListedTools], fmt.Sprintf("… %d more", len(n)-maxListedTools))
+	}
+	return n
 }
