@@ -10,12 +10,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// The study test's stand-in agent CLI (fakecodex_test.go), started
-	// through a wrapper that sets this; not on testscript's PATH, where
-	// scripts expect no agent CLI.
-	if os.Getenv(fakeCodexEnv) == "1" {
-		os.Exit(fakeCodex())
-	}
 	testscript.Main(m, map[string]func(){
 		"pvisor": func() { os.Exit(pvisorMain()) },
 	})

@@ -18,10 +18,10 @@ import (
 // (two fake upstreams that answer differently) × 2 boundaries × 2 repeats
 // of the recorded Codex session, each continuation graded by a verify
 // command, through the real `pvisor batch run` and `pvisor batch report`.
-// A stand-in Codex CLI (fakecodex_test.go) continues, so no agent CLI is
-// needed. The report's comparison table must show both models' verify
-// pass shares with an interval, and each run its diff and its recorded and
-// continued next actions.
+// A stand-in Codex CLI (replay/e2e/testdata/fakecodex, built here)
+// continues, so no agent CLI is needed. The report's comparison table must
+// show both models' verify pass shares with an interval, and each run its
+// diff and its recorded and continued next actions.
 func TestStudyComparesTwoModels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 8 replays with continuation")
@@ -35,11 +35,12 @@ func TestStudyComparesTwoModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cli := filepath.Join(dir, "bin", "codex")
-	os.MkdirAll(filepath.Dir(cli), 0o755)
-	// GORACE: a -race binary otherwise sleeps a second before it exits.
-	wrapper := fmt.Sprintf("#!/bin/sh\nexport %s=1 GORACE=atexit_sleep_ms=0\nexec %s \"$@\"\n", fakeCodexEnv, self)
-	if err := os.WriteFile(cli, []byte(wrapper), 0o755); err != nil {
+	if err := fakeagent.BuildCodex(root, cli); err != nil {
 		t.Fatal(err)
 	}
 	models := ""

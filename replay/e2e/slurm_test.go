@@ -159,15 +159,13 @@ verify = "test -f NOTES.md"
 
 // studyOnSlurm is issue 23's study on the same cluster: two scripted
 // models × 2 boundaries × 2 repeats of the recorded Codex session,
-// continued by the stand-in CLI (testdata/fakecli/codex) and graded by
+// continued by the stand-in CLI (testdata/fakecodex) and graded by
 // verify, as 2 array tasks and on one machine: the verdicts, comparisons
 // and groups must be the same.
 func studyOnSlurm(t *testing.T, root, work, pvisor string, env []string) {
 	cli := filepath.Join(work, "bin", "codex")
-	build := exec.Command("go", "build", "-o", cli, "./testdata/fakecli/codex")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the stand-in codex: %v\n%s", err, out)
+	if err := fakeagent.BuildCodex(root, cli); err != nil {
+		t.Fatal(err)
 	}
 	models := ""
 	for _, m := range []struct{ name, script string }{{"fixer", fakeagent.FixerScript}, {"idler", fakeagent.IdlerScript}} {

@@ -1,7 +1,14 @@
+// Package fakeagent holds what tests of studies share besides the
+// stand-in Codex CLI (a program in replay/e2e/testdata/fakecodex, built
+// by the tests): two scripted models, and an upstream that gives every
+// run its own scripted server.
 package fakeagent
 
 import (
+	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"sync"
 
 	"github.com/pvisor/pvisor/bridge/fakemodel"
@@ -48,4 +55,15 @@ func (p *PerRun) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Unlock()
 	srv.ServeHTTP(w, r)
+}
+
+// BuildCodex builds the stand-in Codex CLI into dst with the go command,
+// from the module at root.
+func BuildCodex(root, dst string) error {
+	cmd := exec.Command("go", "build", "-o", dst, "./replay/e2e/testdata/fakecodex")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the stand-in codex: %v\n%s", err, out)
+	}
+	return nil
 }

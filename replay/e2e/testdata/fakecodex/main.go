@@ -1,8 +1,8 @@
-// Package fakeagent is a stand-in agent CLI for tests that must continue a
-// session where no real CLI is installed: the study test in cmd/pvisor
-// plays it from its own binary, the Slurm e2e from a build of
-// testdata/fakecli/codex. It is test tooling: nothing in pvisor imports it.
-package fakeagent
+// Command fakecodex is a stand-in Codex CLI for tests that must continue a
+// session where no real CLI is installed: the study test in cmd/pvisor and
+// the Slurm e2e build it and point agent_entrypoint at it. It is test data
+// (agent knowledge stays in trajectory/codex and the launchers).
+package main
 
 import (
 	"bytes"
@@ -22,15 +22,16 @@ import (
 	"github.com/pvisor/pvisor/trajectory/codex"
 )
 
-// Codex stands in for `codex exec resume`. It does what the
+// fakeCodex stands in for `codex exec resume`. It does what the
 // real CLI does that a study measures: finds the staged rollout in
 // CODEX_HOME, sends the history plus the nonce to the provider in
 // config.toml through the bridge, appends every model item to the rollout,
 // and runs each exec_command call in its working directory (the run's
 // workspace), answering with the command's output, until the model
-// answers without calls. args are the CLI's arguments; the result is its
-// exit code.
-func Codex(args []string, stdout, stderr io.Writer) int {
+// answers without calls.
+func main() { os.Exit(fakeCodex(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func fakeCodex(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "--version" {
 		fmt.Fprintln(stdout, "codex-cli "+tested.RangeOf("codex").Max)
 		return 0
