@@ -46,6 +46,8 @@ type Record struct {
 	DurationMS        int64  `json:"duration_ms"`
 	// Message is the refusal reason or the upstream failure, as sent to the client.
 	Message string `json:"message,omitempty"`
+	// Usage is the answer's token usage, when it reported any.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // FailureKind classifies what went wrong with the model service, for the engine's
@@ -82,6 +84,9 @@ type Stats struct {
 	// client that never presents the token it was given (a launcher that
 	// configured it the wrong way) is told apart from one that sent nothing.
 	FirstUnauthorized *RefusedToken `json:"first_unauthorized,omitempty"`
+	// Usage sums the token usage of the answers relayed (nil: none reported
+	// any, so nothing is known about the tokens).
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // RefusedToken locates a request answered 401: its place among all the
@@ -131,6 +136,12 @@ func (j *journal) add(rec Record, validated bool, fail *UpstreamFailure) {
 		}
 	case OutcomeRejected:
 		st.Rejected++
+	}
+	if rec.Usage != nil {
+		if st.Usage == nil {
+			st.Usage = &Usage{}
+		}
+		st.Usage.add(*rec.Usage)
 	}
 	if fail != nil {
 		st.UpstreamErr++

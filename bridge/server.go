@@ -166,6 +166,10 @@ func (s *Server) Stats() Stats {
 		f := *st.LastFailure
 		st.LastFailure = &f
 	}
+	if st.Usage != nil {
+		u := *st.Usage
+		st.Usage = &u
+	}
 	return st
 }
 
@@ -406,7 +410,16 @@ func (s *Server) forward(ctx context.Context, w *statusWriter, req *Request, ex 
 	var readErr error
 	writeErr := flushHeaders(w)
 	if writeErr == nil {
-		rec.ResponseBytes, readErr, writeErr = relay(w, res.Body, connOf(ctx))
+		var body io.Reader = res.Body
+		var tap *usageTap
+		if res.StatusCode < 300 {
+			tap = &usageTap{}
+			body = io.TeeReader(res.Body, tap)
+		}
+		rec.ResponseBytes, readErr, writeErr = relay(w, body, connOf(ctx))
+		if tap != nil {
+			rec.Usage = tap.result()
+		}
 	}
 	switch {
 	case writeErr != nil || (readErr != nil && ctx.Err() != nil):

@@ -411,6 +411,7 @@ func (r *run) writeContinued(session []byte) (*trajectory.Trajectory, error) {
 // recording and the continuation have an action after the boundary.
 func (r *run) compareNextAction(continued *trajectory.Trajectory, injected bool) error {
 	orig, repl := actionAfter(r.plan.Trajectory, r.req.AfterStep), actionAfter(continued, r.req.AfterStep)
+	r.res.Metadata["action_agreement"] = agreement(r.plan.Trajectory, continued, r.req.AfterStep, r.cont.c.Paths.Reverse())
 	if orig == nil || repl == nil {
 		r.res.Metadata["next_action_comparison"] = map[string]any{"written": false,
 			"original_present": orig != nil, "replayed_present": repl != nil}

@@ -158,13 +158,26 @@ func (r *run) execute(ctx context.Context) error {
 			return err
 		}
 	}
+	before := r.snapshotWorkspace()
 	if r.req.Mode == Continue {
 		if err := r.expandBoundaryPrompt(ctx); err != nil {
 			return err
 		}
-		if err := r.continueAgent(ctx); err != nil {
+		err := r.continueAgent(ctx)
+		// A continuation that failed still changed the workspace, and the
+		// study grades what it left; an interrupted run is not graded.
+		if ctx.Err() == nil {
+			r.writeWorkspaceDiff(before)
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				r.verify(ctx)
+			}
 			return err
 		}
+	}
+	if r.req.Mode != PrepareOnly {
+		r.verify(ctx)
 	}
 	if len(plan.Stale) > 0 || len(r.degraded) > 0 {
 		r.res.Quality = result.QualityDegraded

@@ -117,6 +117,17 @@ type Request struct {
 	// ProgressTo receives the progress lines (default os.Stderr).
 	ProgressTo io.Writer `json:"-"`
 
+	// Verify is a shell command that grades the run: it runs after the
+	// continuation (with ReplayOnly, after the prefix) in the workspace,
+	// isolated and limited as replayed tools are; metadata.verify has its
+	// exit code, time, output tail and verdict.
+	Verify string `json:",omitempty"`
+	// VerifyTimeout bounds Verify (0: DefaultVerifyTimeout).
+	VerifyTimeout time.Duration `json:",omitempty"`
+	// WorkspaceDiff writes workspace.diff (role workspace_diff): what the
+	// continuation changed in the workspace after the replayed prefix.
+	WorkspaceDiff bool `json:",omitempty"`
+
 	Run        RunConfig
 	Overlay    OverlayConfig
 	Overlaynet OverlaynetConfig
@@ -193,6 +204,9 @@ func (r *Request) Validate() error {
 		return err
 	}
 	if err := r.Overlaynet.check(); err != nil {
+		return err
+	}
+	if err := r.checkVerify(); err != nil {
 		return err
 	}
 	if r.Upstream != "" && r.Upstream != UpstreamRecorded {

@@ -36,6 +36,11 @@ the same file again skips what finished and redoes what was interrupted.
     jobs = 2
     # workspaces = "overlay"   # root: a per-run upper over a shared lower, no copy
     # shards = 4               # tasks for 'emit' (default: one per jobs runs) and JOB_COMPLETION_INDEX
+    # verify = "make test"     # grades each run in its workspace: pass (exit 0), fail or error
+    # verify_timeout_ms = 600000
+
+    # [batch.slurm]            # for 'emit slurm': time = "2:00:00", memory = "8G", partition, account
+    # [batch.k8s]              # for 'emit k8s': memory = "8Gi", backoff_limit_per_index = 2
 
     [replay]                   # defaults: any key of a replay --config [replay]
     upstream = "recorded"
@@ -47,6 +52,7 @@ the same file again skips what finished and redoes what was interrupted.
     after_steps = [1, 3]       # or "all", or { from = 1, to = 5, every = 2 }
     workspace = "repo.tar.gz"  # a directory or tarball
     repeats = 1
+    # verify = "pytest -q"     # this entry's own (verify = "" for none)
 
     [[models]]                 # optional: every [[runs]] entry once per model
     name = "fast"              # the label in run ids, records and reports
@@ -54,6 +60,8 @@ the same file again skips what finished and redoes what was interrupted.
     model = "qwen3-coder"
     base_url = "http://127.0.0.1:8765/v1"
     key_env = "FAST_KEY"       # the variable holding the key, never the key
+    # price_input = 0.5        # per million tokens: the report's cost column
+    # price_output = 2.0
 
 Everything is checked before anything runs; all problems are listed, exit 2.
 stdout gets each run's result line as it ends, then the batch's own line.
@@ -322,7 +330,8 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 	if len(errs) > 0 {
 		return batchFail(stdout, stderr, fmt.Errorf("%d problem(s) in the batch file:\n%v", len(errs), joinErrors(errs)))
 	}
-	job := batch.ClusterJob{File: spec.File, Out: spec.OutputDir, Shards: *shards, Jobs: *jobs, Pvisor: *pvisor, Image: *image, Claim: *claim}
+	job := batch.ClusterJob{File: spec.File, Out: spec.OutputDir, Shards: *shards, Jobs: *jobs, Pvisor: *pvisor, Image: *image, Claim: *claim,
+		Slurm: spec.Slurm, K8s: spec.K8s}
 	if job.Shards == 0 {
 		job.Shards = spec.Shards
 	}
@@ -333,6 +342,17 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 		job.Shards = batch.DefaultShards(len(runs), job.Jobs)
 		fmt.Fprintf(stderr, "pvisor batch emit: no [batch] shards in the file and no --shards: %d tasks, one per %d of the %d runs (set shards to choose)\n",
 			job.Shards, job.Jobs, len(runs))
+	}
+	if outside := batch.OutsideStudy(spec, runs); kind == "k8s" && len(outside) > 0 {
+		fmt.Fprintf(stderr, "pvisor batch emit: warning: %d path(s) lie outside the study dir %s, which is all the Job mounts (at /study): move them into it, or the pods will not find them:\n",
+			len(outside), filepath.Dir(spec.File))
+		for i, p := range outside {
+			if i == 10 {
+				fmt.Fprintf(stderr, "    … and %d more\n", len(outside)-10)
+				break
+			}
+			fmt.Fprintf(stderr, "    %s\n", p)
+		}
 	}
 	name := "slurm.sh"
 	switch {
@@ -348,7 +368,7 @@ func cmdBatchEmit(args []string, stdout, stderr io.Writer) int {
 		}
 		job.Pvisor = self
 	}
-	text := job.Slurm
+	text := job.SlurmScript
 	if kind == "k8s" {
 		text = job.Kubernetes
 	}

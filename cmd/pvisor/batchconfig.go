@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
@@ -31,6 +32,24 @@ type batchTable struct {
 	Shards    int    `toml:"shards"`
 	// Workspaces: "copy" (default) or "overlay".
 	Workspaces string `toml:"workspaces"`
+	// Verify grades every run (a [[runs]] entry may set its own).
+	Verify          string `toml:"verify"`
+	VerifyTimeoutMS int    `toml:"verify_timeout_ms"`
+	// Slurm and K8s are what 'batch emit' puts in the job for the cluster.
+	Slurm *slurmTable `toml:"slurm"`
+	K8s   *k8sTable   `toml:"k8s"`
+}
+
+type slurmTable struct {
+	Time      string `toml:"time"`
+	Memory    string `toml:"memory"`
+	Partition string `toml:"partition"`
+	Account   string `toml:"account"`
+}
+
+type k8sTable struct {
+	Memory               string `toml:"memory"`
+	BackoffLimitPerIndex int    `toml:"backoff_limit_per_index"`
 }
 
 type runsEntry struct {
@@ -38,9 +57,13 @@ type runsEntry struct {
 	Trajectories []string `toml:"trajectories"`
 	AfterSteps   any      `toml:"after_steps"`
 	Repeats      *int     `toml:"repeats"`
+	// Verify and VerifyTimeoutMS override [batch]'s for this entry;
+	// verify = "" turns grading off for it.
+	Verify          string `toml:"verify"`
+	VerifyTimeoutMS int    `toml:"verify_timeout_ms"`
 }
 
-const batchTables = "[batch], [replay], [run], [overlayfs], [overlaynet], [[runs]], [[models]]; see 'pvisor batch --help'"
+const batchTables = "[batch], [batch.slurm], [batch.k8s], [replay], [run], [overlayfs], [overlaynet], [[runs]], [[models]]; see 'pvisor batch --help'"
 
 // loadBatch reads a batch file. Every problem is returned, not just the
 // first: a study file is fixed in one go.
@@ -78,6 +101,18 @@ func loadBatch(path string) (*batch.Spec, []error) {
 	case "", batch.WorkspacesCopy, batch.WorkspacesOverlay:
 	default:
 		errs = append(errs, fmt.Errorf("%s:%d: [batch] workspaces = %q: use \"copy\" or \"overlay\"", path, keyLine(data, "[batch]", "workspaces"), bt.Workspaces))
+	}
+	if t := bt.Slurm; t != nil {
+		spec.Slurm = batch.SlurmOptions{Time: t.Time, Memory: t.Memory, Partition: t.Partition, Account: t.Account}
+		for _, err := range spec.Slurm.Check() {
+			errs = append(errs, fmt.Errorf("%s:%d: %v", path, keyLine(data, "[batch.slurm]", ""), err))
+		}
+	}
+	if t := bt.K8s; t != nil {
+		spec.K8s = batch.K8sOptions{Memory: t.Memory, BackoffLimitPerIndex: t.BackoffLimitPerIndex}
+		for _, err := range spec.K8s.Check() {
+			errs = append(errs, fmt.Errorf("%s:%d: %v", path, keyLine(data, "[batch.k8s]", ""), err))
+		}
 	}
 	if bt.OutputDir == "" {
 		errs = append(errs, fmt.Errorf("%s: [batch] output_dir is required (relative to the file)", path))
@@ -131,6 +166,20 @@ func loadBatch(path string) (*batch.Spec, []error) {
 		req, err := f.request(abs)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: [[runs]] %v", pos, err))
+			continue
+		}
+		req.Verify, req.VerifyTimeout = bt.Verify, time.Duration(bt.VerifyTimeoutMS)*time.Millisecond
+		if _, set := raw.Runs[i]["verify"]; set {
+			req.Verify = e.Verify
+		}
+		if _, set := raw.Runs[i]["verify_timeout_ms"]; set {
+			req.VerifyTimeout = time.Duration(e.VerifyTimeoutMS) * time.Millisecond
+		}
+		if req.Verify != "" && req.Mode == replay.PrepareOnly {
+			errs = append(errs, fmt.Errorf("%s: [[runs]] verify needs a workspace that tools ran in: a prepare_only run has none (drop verify, or prepare_only)", pos))
+		}
+		if req.VerifyTimeout < 0 {
+			errs = append(errs, fmt.Errorf("%s: [[runs]] verify_timeout_ms must be positive (or unset for %s)", pos, replay.DefaultVerifyTimeout))
 			continue
 		}
 		repeats := 1

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"sync"
 
@@ -19,6 +20,11 @@ type modelEntry struct {
 	KeyEnv     string            `toml:"key_env"`
 	Headers    map[string]string `toml:"headers"`
 	FakeScript string            `toml:"fake_script"`
+	// Prices per million tokens (any currency; the report shows cost only
+	// for runs whose model has them).
+	PriceInput       *float64 `toml:"price_input"`
+	PriceCachedInput *float64 `toml:"price_cached_input"`
+	PriceOutput      *float64 `toml:"price_output"`
 }
 
 var modelName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`) })
@@ -62,7 +68,38 @@ func loadModels(path string, data []byte, ms []modelEntry) ([]batch.Model, []err
 				continue
 			}
 		}
+		prices, err := m.prices()
+		if err != nil {
+			bad("%v", err)
+			continue
+		}
+		model.Prices = prices
 		out = append(out, model)
 	}
 	return out, errs
+}
+
+// prices checks the price keys: both price_input and price_output or
+// none, each a finite number of at least 0.
+func (m modelEntry) prices() (*batch.Prices, error) {
+	if m.PriceInput == nil && m.PriceOutput == nil && m.PriceCachedInput == nil {
+		return nil, nil
+	}
+	if m.PriceInput == nil || m.PriceOutput == nil {
+		return nil, fmt.Errorf("give both price_input and price_output (per million tokens), or neither")
+	}
+	p := &batch.Prices{Input: *m.PriceInput, CachedInput: *m.PriceInput, Output: *m.PriceOutput}
+	if m.PriceCachedInput != nil {
+		p.CachedInput = *m.PriceCachedInput
+	}
+	for _, x := range []struct {
+		name string
+		v    float64
+	}{{"price_input", p.Input}, {"price_cached_input", p.CachedInput}, {"price_output", p.Output}} {
+		name, v := x.name, x.v
+		if v < 0 || math.IsInf(v, 0) || math.IsNaN(v) || v > 1e6 {
+			return nil, fmt.Errorf("%s = %v: a price per million tokens, between 0 and 1000000", name, v)
+		}
+	}
+	return p, nil
 }

@@ -13,6 +13,21 @@ type Model struct {
 	Upstream      string // any replay --upstream value
 	UpstreamModel string // --upstream-model
 	Endpoint      *replay.Endpoint
+	// Prices, when the study gives them, turn token usage into a cost.
+	Prices *Prices
+}
+
+// Prices are a model's prices per million tokens, in whatever currency the
+// study writes them in. Cached input defaults to the input price.
+type Prices struct {
+	Input       float64 `json:"input_per_mtok"`
+	CachedInput float64 `json:"cached_input_per_mtok"`
+	Output      float64 `json:"output_per_mtok"`
+}
+
+// Cost is what the tokens cost at p.
+func (p Prices) Cost(input, cached, output int64) float64 {
+	return (float64(input-cached)*p.Input + float64(cached)*p.CachedInput + float64(output)*p.Output) / 1e6
 }
 
 // crossModels returns the entries once per model, each with the model's
@@ -26,7 +41,7 @@ func crossModels(spec *Spec) []Entry {
 	for _, e := range spec.Entries {
 		for _, m := range spec.Models {
 			x := e
-			x.Model = m.Name
+			x.Model, x.Prices = m.Name, m.Prices
 			x.Request.Upstream, x.Request.UpstreamModel, x.Request.Endpoint = m.Upstream, m.UpstreamModel, m.Endpoint
 			out = append(out, x)
 		}

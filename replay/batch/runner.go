@@ -56,6 +56,8 @@ type Record struct {
 	Result     json.RawMessage `json:"result"`
 	// PvisorVersion is the pvisor that ran the batch (main.version).
 	PvisorVersion string `json:"pvisor_version,omitempty"`
+	// Prices are the run's model's, when the study gave them.
+	Prices *Prices `json:"prices,omitempty"`
 }
 
 // ReadRecord reads a run record; ok is false when there is none (yet).
@@ -202,9 +204,12 @@ feed:
 func runOne(ctx context.Context, r *Run, l Layout, opt Options) (*Record, []byte, bool) {
 	start := time.Now()
 	rec := &Record{RunID: r.ID, Agent: r.Agent, Trajectory: r.Trajectory, AfterStep: r.AfterStep,
-		Repeat: r.Repeat, Upstream: r.Upstream, Model: r.Model, PvisorVersion: opt.PvisorVersion}
+		Repeat: r.Repeat, Upstream: r.Upstream, Model: r.Model, PvisorVersion: opt.PvisorVersion, Prices: r.prices}
 	req := r.req
 	req.RunID, req.StateRoot, req.OutputRoot = r.ID, l.State, l.Out
+	// A study compares what continuations did, so every one leaves its
+	// diff (not part of the run id: it changes nothing the run does).
+	req.WorkspaceDiff = req.Mode == replay.Continue
 	res := (*result.Result)(nil)
 	var line []byte
 	err := cleanLeftovers(r.ID, l)

@@ -35,6 +35,9 @@ type Spec struct {
 	// Models is the model axis: every entry runs once per model (none:
 	// once, with its own upstream).
 	Models []Model
+	// Slurm and K8s are [batch.slurm] and [batch.k8s], for 'emit'.
+	Slurm SlurmOptions
+	K8s   K8sOptions
 }
 
 // Entry is one [[runs]] table.
@@ -46,6 +49,7 @@ type Entry struct {
 	Workspace    string // directory or tarball copied fresh for every run; "" = none
 	Repeats      int
 	Model        string // the [[models]] name this copy of the entry runs ("" = none)
+	Prices       *Prices
 }
 
 // Steps selects boundaries: a list, every step, or a range.
@@ -72,6 +76,7 @@ type Run struct {
 	// so run ids do not depend on where the study sits on disk.
 	promptFile string
 	modelName  string // the [[models]] name, part of the id
+	prices     *Prices
 }
 
 // Expand turns a spec into its runs. It checks everything it can without
@@ -156,7 +161,7 @@ func Expand(spec *Spec) ([]*Run, []error) {
 					for rep := 1; rep <= e.Repeats; rep++ {
 						r := &Run{Index: len(runs), Agent: e.Request.Agent, Trajectory: shown(base, path),
 							AfterStep: step, Repeat: rep, Upstream: e.Request.Upstream, Model: e.Request.UpstreamModel, req: e.Request,
-							modelName: e.Model}
+							modelName: e.Model, prices: e.Prices}
 						if e.Model != "" {
 							r.Model = e.Model
 						}

@@ -24,6 +24,13 @@ svg text.n,svg text.gap{fill:#666}
 figure{margin:0 0 1.5em 0}
 figcaption{font-size:13px;margin-bottom:.4em}
 td.failure{text-align:left;max-width:36em;white-space:pre-wrap;word-break:break-word}
+pre{background:#f7f7f7;padding:.5em;overflow-x:auto;font-size:12px;max-height:40em}
+pre ins{color:#1a7f37;text-decoration:none}
+pre del{color:#cf222e;text-decoration:none}
+section.run{border-top:1px solid #ddd;margin-top:1em}
+table.sidebyside{table-layout:fixed;width:100%}
+table.sidebyside td,table.sidebyside th,table.agreement td,table.agreement th{text-align:left;vertical-align:top;word-break:break-word}
+.verdict-pass{color:#1a7f37}.verdict-fail,.verdict-error{color:#cf222e}
 </style></head><body>
 `)
 	fmt.Fprintf(&b, "<h1>Batch report</h1>\n<p>%d runs from %s.</p>\n", len(rep.Runs), html.EscapeString(strings.Join(rep.Sources, ", ")))
@@ -41,7 +48,10 @@ td.failure{text-align:left;max-width:36em;white-space:pre-wrap;word-break:break-
 			html.EscapeString(g.Agent), html.EscapeString(orDash(g.AgentVersion)), html.EscapeString(recordedCell(g.RecordedVersions)), html.EscapeString(g.Upstream), g.AfterStep, g.Runs, g.Failed, g.Compared,
 			pctCI(g.ToolNameAgreement, g.ToolNameAgreementCI), pctCI(g.ExactToolAgreement, g.ExactToolAgreementCI), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
 	}
-	b.WriteString("</table>\n<h2>Failures by category</h2>\n")
+	b.WriteString("</table>\n")
+	outcomesHTML(&b, rep)
+	comparisonsHTML(&b, rep)
+	b.WriteString("<h2>Failures by category</h2>\n")
 	if f := failureTotals(rep); len(f) == 0 {
 		b.WriteString("<p>No run failed.</p>\n")
 	} else {
@@ -52,13 +62,22 @@ td.failure{text-align:left;max-width:36em;white-space:pre-wrap;word-break:break-
 		b.WriteString("</table>\n")
 	}
 	b.WriteString("<h2>Runs</h2>\n<p>Each run id links to its result.json (its batch record when it wrote none).</p>\n")
-	b.WriteString("<table><tr><th>run</th><th>trajectory</th><th>CLI (recorded → continued)</th><th>after step</th><th>repeat</th><th>exit</th><th>tool names equal</th><th>text similarity</th><th>failure</th></tr>\n")
+	b.WriteString("<table><tr><th>run</th><th>trajectory</th><th>CLI (recorded → continued)</th><th>after step</th><th>repeat</th><th>exit</th><th>tool names equal</th><th>text similarity</th><th>verify</th><th>tokens in / out · cost</th><th>details</th><th>failure</th></tr>\n")
+	sections := 0
 	for _, r := range rep.Runs {
 		names, sim := nextActionCells(r)
-		fmt.Fprintf(&b, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td class=\"failure\">%s</td></tr>\n",
-			html.EscapeString(rep.link(r)), html.EscapeString(r.RunID), html.EscapeString(r.Trajectory), html.EscapeString(versionCell(r.RecordedVersion, r.AgentVersion)), r.AfterStep, r.Repeat, r.ExitCode, names, sim, failureCell(r.Failure))
+		details := "–"
+		if hasSection(r) && sections < maxRunSections {
+			sections++
+			details = fmt.Sprintf("<a href=\"#%s\">details</a>", html.EscapeString(runAnchor(r)))
+		}
+		fmt.Fprintf(&b, "<tr><td><a href=\"%s\">%s</a></td><td>%s</td><td>%s</td><td>%d</td><td>%d</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td class=\"failure\">%s</td></tr>\n",
+			html.EscapeString(rep.link(r)), html.EscapeString(r.RunID), html.EscapeString(r.Trajectory), html.EscapeString(versionCell(r.RecordedVersion, r.AgentVersion)), r.AfterStep, r.Repeat, r.ExitCode, names, sim,
+			html.EscapeString(verifyCell(r)), html.EscapeString(tokensCell(r)), details, failureCell(r.Failure))
 	}
-	b.WriteString("</table>\n</body></html>\n")
+	b.WriteString("</table>\n")
+	runSectionsHTML(&b, rep)
+	b.WriteString("</body></html>\n")
 	return b.Bytes()
 }
 

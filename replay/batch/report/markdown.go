@@ -23,6 +23,7 @@ func Markdown(rep *Report) []byte {
 			md(g.Agent), md(orDash(g.AgentVersion)), md(recordedCell(g.RecordedVersions)), md(g.Upstream), g.AfterStep, g.Runs, g.Failed, g.Compared,
 			pctCI(g.ToolNameAgreement, g.ToolNameAgreementCI), pctCI(g.ExactToolAgreement, g.ExactToolAgreementCI), simCell(g.TextSimilarity), driftCell(g), wallCell(g.WallMS))
 	}
+	outcomesMarkdown(&b, rep)
 	b.WriteString("\n## Failures by category\n\n")
 	failures := failureTotals(rep)
 	if len(failures) == 0 {
@@ -33,10 +34,10 @@ func Markdown(rep *Report) []byte {
 			fmt.Fprintf(&b, "| %s | %d |\n", md(f.category), f.n)
 		}
 	}
-	b.WriteString("\n## Runs\n\n| run | trajectory | CLI (recorded → continued) | after step | repeat | exit | tool names equal | text similarity |\n|---|---|---|---:|---:|---:|---|---:|\n")
+	b.WriteString("\n## Runs\n\n| run | trajectory | CLI (recorded → continued) | after step | repeat | exit | tool names equal | text similarity | verify | tokens in / out · cost |\n|---|---|---|---:|---:|---:|---|---:|---|---:|\n")
 	for _, r := range rep.Runs {
 		names, sim := nextActionCells(r)
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %s | %s |\n", md(r.RunID), md(r.Trajectory), md(versionCell(r.RecordedVersion, r.AgentVersion)), r.AfterStep, r.Repeat, r.ExitCode, names, sim)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %s | %s | %s | %s |\n", md(r.RunID), md(r.Trajectory), md(versionCell(r.RecordedVersion, r.AgentVersion)), r.AfterStep, r.Repeat, r.ExitCode, names, sim, md(verifyCell(r)), md(tokensCell(r)))
 	}
 	return b.Bytes()
 }

@@ -53,7 +53,8 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		return out
 	}
 	dom := string(run("--dump-dom"))
-	for _, want := range []string{`id="plot-agreement"`, `id="plot-similarity"`, `id="plot-drift"`, `class="panel"`, `class="point"`, `<line class="ci"`, `<rect class="stack"`, `<rect class="bar"`, `<a href="`} {
+	for _, want := range []string{`id="plot-agreement"`, `id="plot-similarity"`, `id="plot-drift"`, `class="panel"`, `class="point"`, `<line class="ci"`, `<rect class="stack"`, `<rect class="bar"`, `<a href="`,
+		`<table id="comparisons">`, `<section class="run" id="run-`, `<table class="sidebyside">`, `href="#run-`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered DOM lacks %s", want)
 		}

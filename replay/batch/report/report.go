@@ -8,6 +8,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -31,6 +32,9 @@ type Report struct {
 	Sources       []string `json:"sources"`
 	Runs          []Run    `json:"runs"`
 	Groups        []Group  `json:"groups"`
+	// Comparisons set groups at the same agent and boundary against each
+	// other (model A vs model B, or two CLI releases).
+	Comparisons []Comparison `json:"comparisons,omitempty"`
 	// linkBase is the directory the rendered report lands in (Write):
 	// run links are relative to it.
 	linkBase string
@@ -57,6 +61,20 @@ type Run struct {
 	// output dir).
 	ResultJSON string `json:"result_json"`
 	failure    string
+	// Verify is the run's grading (metadata.verify), Diff its workspace
+	// diff, Tokens the usage the model service reported and Cost its
+	// price (only when the study gave prices); nil when unknown.
+	Verify *Verify  `json:"verify,omitempty"`
+	Diff   *RunDiff `json:"workspace_diff,omitempty"`
+	Tokens *Tokens  `json:"tokens,omitempty"`
+	Cost   *float64 `json:"cost,omitempty"`
+	// Actions are for the HTML page only: each run's
+	// next-action-comparison.json has them, and a study of many runs
+	// keeps report.json small.
+	Actions *Actions `json:"-"`
+	// Agreement says how many actions after the boundary followed the
+	// recording (metadata.action_agreement).
+	Agreement *Agreement `json:"action_agreement,omitempty"`
 }
 
 // RunFailure is a failed run's category and message.
@@ -102,6 +120,25 @@ type Group struct {
 	Observations         Drift         `json:"observations"`
 	DriftShares          *Shares       `json:"drift_shares"`
 	WallMS               Distribution  `json:"wall_ms"`
+	// Model is the [[models]] name of the group's runs ("" without).
+	Model string `json:"model,omitempty"`
+	// Verified runs ran a verify command; VerifyPass is the share that
+	// passed, with its Wilson interval; Verdicts counts each verdict.
+	Verified     int            `json:"verified,omitempty"`
+	VerifyPass   *float64       `json:"verify_pass_share,omitempty"`
+	VerifyPassCI *Interval      `json:"verify_pass_ci,omitempty"`
+	Verdicts     map[string]int `json:"verdicts,omitempty"`
+	// Tokens sums the usage of the WithTokens runs that reported any; Cost
+	// their price, when every one of them has prices.
+	WithTokens int `json:"runs_with_tokens,omitempty"`
+	// AgreeingActions is the distribution of the runs' leading actions
+	// whose tool names follow the recording (ActionAgreement.ToolsPrefix).
+	AgreeingActions *Distribution `json:"agreeing_actions,omitempty"`
+	Tokens          *Tokens       `json:"tokens,omitempty"`
+	Cost            *float64      `json:"cost,omitempty"`
+	// ExactToolMatches counts the compared runs whose next action had the
+	// recorded tools exactly (the k of ExactToolAgreement).
+	ExactToolMatches int `json:"exact_tool_matches"`
 }
 
 // Shares are Drift as fractions of the calls, each with its Wilson 95%
@@ -187,6 +224,7 @@ func Build(dirs []string) (*Report, error) {
 		return a.RunID < b.RunID
 	})
 	rep.Groups = aggregate(rep.Runs)
+	rep.Comparisons = compare(rep.Groups)
 	return rep, nil
 }
 
@@ -208,11 +246,17 @@ func readRun(dir string, rec *batch.Record) Run {
 		r.ResultJSON = filepath.Join(batch.RecordsDir(dir), rec.RunID+".json")
 	}
 	var cmp result.NextActionComparison
-	if readJSON(filepath.Join(out, "next-action-comparison.json"), &cmp) {
+	found := readJSON(filepath.Join(out, "next-action-comparison.json"), &cmp)
+	if found {
 		m := cmp.Metrics
 		r.NextAction = &NextAction{ToolNamesEqual: m.OrderedToolNamesEqual,
 			ExactTool: m.OrderedToolNamesEqual && m.ToolCountEqual && m.ToolArgumentsEqual, TextSimilarity: m.TextSimilarity}
 	}
+	cmpp := &cmp
+	if !found {
+		cmpp = nil
+	}
+	readOutcomes(&r, out, rec.Result, cmpp)
 	var calls []struct {
 		Exact           bool  `json:"exact"`
 		NormalizedExact *bool `json:"normalized_exact"`
@@ -266,7 +310,8 @@ func aggregate(runs []Run) []Group {
 
 func group(runs []Run) Group {
 	g := Group{Agent: runs[0].Agent, Upstream: runs[0].Upstream, AgentVersion: runs[0].AgentVersion, AfterStep: runs[0].AfterStep,
-		Runs: len(runs), FailuresByCategory: map[string]int{}, RecordedVersions: []string{}}
+		Runs: len(runs), FailuresByCategory: map[string]int{}, RecordedVersions: []string{}, Model: runs[0].Model}
+	outcomesOf(&g, runs)
 	var names, exact int
 	var sims, walls []float64
 	for _, r := range runs {
@@ -297,6 +342,7 @@ func group(runs []Run) Group {
 			g.Observations.Different += d.Different
 		}
 	}
+	g.ExactToolMatches = exact
 	if g.Compared > 0 {
 		g.ToolNameAgreement = ratio(names, g.Compared)
 		g.ExactToolAgreement = ratio(exact, g.Compared)
@@ -322,8 +368,10 @@ func ratio(k, n int) *float64 {
 	return &v
 }
 
+// round4 rounds half away from zero, so a negative difference rounds as
+// its positive counterpart does.
 func round4(v float64) float64 {
-	return float64(int64(v*10000+0.5)) / 10000
+	return math.Round(v*10000) / 10000
 }
 
 func distribution(vs []float64) Distribution {
@@ -373,8 +421,10 @@ func Write(rep *Report, dir string) error {
 
 // link is where the report in linkBase reaches a run's result: relative,
 // so the study dir can move or be archived with its report.
-func (rep *Report) link(r Run) string {
-	target := r.ResultJSON
+func (rep *Report) link(r Run) string { return rep.rel(r.ResultJSON) }
+
+// rel is target relative to the report's directory, when it can be.
+func (rep *Report) rel(target string) string {
 	if rep.linkBase != "" {
 		base, err1 := filepath.Abs(rep.linkBase)
 		abs, err2 := filepath.Abs(target)

@@ -18,9 +18,16 @@ func wilson(k, n int) *Interval {
 	if n <= 0 {
 		return nil
 	}
+	lo, hi := wilsonBounds(k, n)
+	return &Interval{Low: round4(lo), High: round4(hi)}
+}
+
+// wilsonBounds is the Wilson interval unrounded (n > 0), for intervals
+// built from it.
+func wilsonBounds(k, n int) (lo, hi float64) {
 	p, nf, z2 := float64(k)/float64(n), float64(n), z95*z95
 	denom := 1 + z2/nf
 	center := (p + z2/(2*nf)) / denom
 	half := z95 * math.Sqrt(p*(1-p)/nf+z2/(4*nf*nf)) / denom
-	return &Interval{Low: round4(math.Max(0, center-half)), High: round4(math.Min(1, center+half))}
+	return math.Max(0, center-half), math.Min(1, center+half)
 }

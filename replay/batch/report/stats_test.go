@@ -25,3 +25,24 @@ func TestWilson(t *testing.T) {
 		t.Error("wilson(0, 0) must be nil: no trials, no interval")
 	}
 }
+
+// TestNewcombe checks the hybrid score interval of a difference of two
+// shares against Newcombe (1998), table II, method 10.
+func TestNewcombe(t *testing.T) {
+	for _, tc := range []struct {
+		k1, n1, k2, n2 int
+		low, high      float64
+	}{
+		{56, 70, 48, 80, 0.0524, 0.3339},
+		{9, 10, 3, 10, 0.1705, 0.8090},
+		{6, 7, 2, 7, 0.0582, 0.8062},
+		{5, 56, 0, 29, -0.0381, 0.1926},
+		{0, 10, 0, 20, -0.1611, 0.2775},
+		{0, 10, 0, 10, -0.2775, 0.2775},
+	} {
+		d := newcombe(tc.k1, tc.n1, tc.k2, tc.n2)
+		if d.CI.Low != tc.low || d.CI.High != tc.high {
+			t.Errorf("%d/%d − %d/%d: %+v, want %v to %v", tc.k1, tc.n1, tc.k2, tc.n2, d.CI, tc.low, tc.high)
+		}
+	}
+}

@@ -1,0 +1,42 @@
+package bridge
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestUsageTap reads the usage of each protocol's answers, streamed and
+// not, written to the tap in awkward pieces, as relay would.
+func TestUsageTap(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       *Usage
+	}{
+		{"anthropic stream", "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"cache_read_input_tokens\":90,\"output_tokens\":1}}}\n\n" +
+			"event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":42}}\n\n",
+			&Usage{InputTokens: 100, CachedInputTokens: 90, OutputTokens: 42, Responses: 1}},
+		{"anthropic json", "{\n  \"type\": \"message\",\n  \"usage\": {\"input_tokens\": 7, \"output_tokens\": 3}\n}",
+			&Usage{InputTokens: 7, OutputTokens: 3, Responses: 1}},
+		{"responses stream", "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n" +
+			"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":50,\"input_tokens_details\":{\"cached_tokens\":20},\"output_tokens\":5}}}\n\n",
+			&Usage{InputTokens: 50, CachedInputTokens: 20, OutputTokens: 5, Responses: 1}},
+		{"chat stream", "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n\ndata: [DONE]\n\n",
+			&Usage{InputTokens: 12, CachedInputTokens: 2, OutputTokens: 4, Responses: 1}},
+		{"no usage", "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n", nil},
+		{"oversized line", "data: {\"usage\":{\"output_tokens\":1},\"pad\":\"" + strings.Repeat("x", usageLineMax) + "\"}\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tap := &usageTap{}
+			for b := []byte(tc.body); len(b) > 0; {
+				n := min(len(b), 7)
+				tap.Write(b[:n])
+				b = b[n:]
+			}
+			if d := cmp.Diff(tc.want, tap.result()); d != "" {
+				t.Errorf("usage (-want +got):\n%s", d)
+			}
+		})
+	}
+}
