@@ -9,17 +9,6 @@ import (
 	"fmt"
 )
 
-// Agent names as users type them on the command line.
-const (
-	ClaudeCode = "claude-code"
-	Codex      = "codex"
-	OpenCode   = "opencode"
-	Pi         = "pi"
-	OpenHands  = "openhands"
-	MiniSWE    = "mini-swe-agent"
-	SWEAgent   = "swe-agent"
-)
-
 // Trajectory is one decoded native session: every model response on the
 // active branch, in order, text-only responses included.
 type Trajectory struct {

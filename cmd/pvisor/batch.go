@@ -47,7 +47,7 @@ the same file again skips what finished and redoes what was interrupted.
     max_steps = 30
 
     [[runs]]
-    agent = "codex"
+    agent = "{example-agent}"
     trajectories = ["sessions/*.jsonl"]
     after_steps = [1, 3]       # or "all", or { from = 1, to = 5, every = 2 }
     workspace = "repo.tar.gz"  # a directory or tarball

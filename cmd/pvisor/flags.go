@@ -88,7 +88,7 @@ func joinAgents(names []string) string { return strings.Join(names, ", ") }
 // that no command's help names an agent by hand: {agents} every agent,
 // {session-agents} those whose session files can be located and
 // rewritten, {capture-agents} those capture takes, {resume-agents} those
-// resume and fork continue.
+// resume and fork continue, {example-agent} one a replay continues.
 func withAgents(usage string) string {
 	list := func(names []string) string { return strings.Join(names, ", ") }
 	return strings.NewReplacer(
@@ -96,5 +96,6 @@ func withAgents(usage string) string {
 		"{session-agents}", list(sessionAgents()),
 		"{capture-agents}", list(captureAgents()),
 		"{resume-agents}", list(replay.ResumeAgents()),
+		"{example-agent}", agents.Launchers()[0],
 	).Replace(usage)
 }

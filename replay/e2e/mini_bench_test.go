@@ -30,7 +30,7 @@ import (
 //
 //	go test -tags e2e -run '^$' -bench MiniRunnerStartup -benchtime 3x ./replay/e2e/
 func BenchmarkMiniRunnerStartup(b *testing.B) {
-	rels := tested.Of(trajectory.MiniSWE)
+	rels := tested.Of(miniswe.AgentName)
 	rel := rels[len(rels)-1]
 	bin := rel.Path(e2eDir(b))
 	if _, err := os.Stat(bin); err != nil {

@@ -69,7 +69,7 @@ func miniScript(major int) fakemodel.Script {
 // that it submitted and that pvisor decodes the trajectory step for step,
 // and with -record stores it as trajectory/miniswe's fixture.
 func TestRecordMiniSessions(t *testing.T) {
-	for _, rel := range tested.Of(trajectory.MiniSWE) {
+	for _, rel := range tested.Of(miniswe.AgentName) {
 		t.Run(rel.Version, func(t *testing.T) { recordMini(t, rel) })
 	}
 }
@@ -193,7 +193,7 @@ func pvisorMini(t *testing.T, pvisor, dir, src string, n int, args ...string) (s
 	if out, err := exec.Command("tar", "-xzf", filepath.Join(dir, "repo.tar.gz"), "-C", ws).CombinedOutput(); err != nil {
 		t.Fatalf("untar: %v\n%s", err, out)
 	}
-	cmd := exec.Command(pvisor, append([]string{"replay", "--agent", trajectory.MiniSWE, "--trajectory", src, "--after-step", strconv.Itoa(n),
+	cmd := exec.Command(pvisor, append([]string{"replay", "--agent", miniswe.AgentName, "--trajectory", src, "--after-step", strconv.Itoa(n),
 		"--workspace", ws, "--run-id", "r", "--state-dir", filepath.Join(work, "state"), "--output-dir", filepath.Join(work, "out")}, args...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + work, "LANG=C.UTF-8", "TERM=dumb", "GIT_CONFIG_NOSYSTEM=1"}
 	stdout, err := cmd.Output()
@@ -241,7 +241,7 @@ func replayMini(t *testing.T, pvisor, dir, src string, n int) {
 // forwards nothing else), and its next action calls the recorded tools.
 func TestMiniContinueEveryStep(t *testing.T) {
 	pvisor := pvisorBinary(t)
-	for _, rel := range tested.Of(trajectory.MiniSWE) {
+	for _, rel := range tested.Of(miniswe.AgentName) {
 		dir := filepath.Join(projectRoot(t), "trajectory", "miniswe", "testdata", "recorded", rel.Version)
 		src := filepath.Join(dir, "last_mini_run.traj.json")
 		data, err := os.ReadFile(src)
@@ -271,7 +271,7 @@ func continueMini(t *testing.T, pvisor, bin, dir, src string, n int) {
 // rebuilt trajectory (here its copy is edited before mini reads it), the
 // first request is refused: exit 40, nothing forwarded.
 func TestMiniTamperedRefused(t *testing.T) {
-	rels := tested.Of(trajectory.MiniSWE)
+	rels := tested.Of(miniswe.AgentName)
 	rel := rels[len(rels)-1]
 	real, err := filepath.EvalSymlinks(releaseBin(t, rel))
 	if err != nil {

@@ -30,7 +30,7 @@ import (
 //
 //	go test -tags e2e -run '^$' -bench OpenHandsRunnerStartup -benchtime 3x ./replay/e2e/
 func BenchmarkOpenHandsRunnerStartup(b *testing.B) {
-	rels := tested.Of(trajectory.OpenHands)
+	rels := tested.Of(openhands.AgentName)
 	rel := rels[len(rels)-1]
 	bin := rel.Path(e2eDir(b))
 	if _, err := os.Stat(bin); err != nil {

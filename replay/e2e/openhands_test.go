@@ -67,7 +67,7 @@ func ohVenvPython(bin string) string { return filepath.Join(filepath.Dir(bin), "
 // response, and with -record stores the events as trajectory/openhands's
 // fixture.
 func TestRecordOpenHandsSessions(t *testing.T) {
-	for _, rel := range tested.Of(trajectory.OpenHands) {
+	for _, rel := range tested.Of(openhands.AgentName) {
 		t.Run(rel.Version, func(t *testing.T) { recordOpenHands(t, rel) })
 	}
 }
@@ -153,7 +153,7 @@ type ohRecorded struct {
 // ohRecordings are the tested releases' fixtures.
 func ohRecordings(t *testing.T) []ohRecorded {
 	var out []ohRecorded
-	for _, rel := range tested.Of(trajectory.OpenHands) {
+	for _, rel := range tested.Of(openhands.AgentName) {
 		src := filepath.Join(projectRoot(t), "trajectory", "openhands", "testdata", "recorded", rel.Version, ohRecording)
 		data, err := os.ReadFile(src)
 		if err != nil {
@@ -181,7 +181,7 @@ func pvisorOH(t *testing.T, pvisor string, rel tested.Release, n int, args ...st
 	if out, err := exec.Command("tar", "-xzf", filepath.Join(dir, "repo.tar.gz"), "-C", ws).CombinedOutput(); err != nil {
 		t.Fatalf("untar: %v\n%s", err, out)
 	}
-	cmd := exec.Command(pvisor, append([]string{"replay", "--agent", trajectory.OpenHands, "--trajectory", filepath.Join(dir, ohRecording),
+	cmd := exec.Command(pvisor, append([]string{"replay", "--agent", openhands.AgentName, "--trajectory", filepath.Join(dir, ohRecording),
 		"--after-step", strconv.Itoa(n), "--workspace", ws, "--run-id", "r", "--state-dir", filepath.Join(work, "state"),
 		"--output-dir", filepath.Join(work, "out")}, args...)...)
 	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + work, "LANG=C.UTF-8", "TERM=dumb", "GIT_CONFIG_NOSYSTEM=1"}
@@ -254,7 +254,7 @@ func continueOH(t *testing.T, pvisor, bin string, rel tested.Release, n int) {
 // the rebuilt conversation (its copy is edited before the SDK reads it),
 // the first request is refused: exit 40, nothing forwarded.
 func TestOpenHandsTamperedRefused(t *testing.T) {
-	rels := tested.Of(trajectory.OpenHands)
+	rels := tested.Of(openhands.AgentName)
 	if len(rels) == 0 {
 		t.Fatal("no tested openhands-sdk release")
 	}

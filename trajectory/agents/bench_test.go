@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/claude"
+	"github.com/pvisor/pvisor/trajectory/codex"
 )
 
 // The benchmarks build a ~100 MB session by repeating a real corpus session
@@ -201,11 +203,11 @@ func benchDecode(b *testing.B, agent, path string) {
 }
 
 func BenchmarkDecodeClaude100MB(b *testing.B) {
-	benchDecode(b, trajectory.ClaudeCode, bigClaude(b, claudeSample, bigTarget))
+	benchDecode(b, claude.AgentName, bigClaude(b, claudeSample, bigTarget))
 }
 
 func BenchmarkDecodeCodex100MB(b *testing.B) {
-	benchDecode(b, trajectory.Codex, bigCodex(b, codexSample, bigTarget))
+	benchDecode(b, codex.AgentName, bigCodex(b, codexSample, bigTarget))
 }
 
 const (

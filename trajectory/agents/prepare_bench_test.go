@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/claude"
+	"github.com/pvisor/pvisor/trajectory/codex"
+	"github.com/pvisor/pvisor/trajectory/opencode"
+	"github.com/pvisor/pvisor/trajectory/pi"
 )
 
 // BenchmarkPrepareOnly runs the whole `pvisor replay --prepare-only
@@ -35,11 +38,11 @@ func BenchmarkPrepareOnly(b *testing.B) {
 		gen         func(testing.TB, string, int64) string
 		src         string
 	}{
-		{trajectory.ClaudeCode, trajectory.ClaudeCode, bigClaude, claudeSample},
-		{trajectory.Codex, trajectory.Codex, bigCodex, codexSample},
-		{trajectory.OpenCode, trajectory.OpenCode, bigOpenCode, openCodeSample},
-		{trajectory.Pi, trajectory.Pi, bigPi, piSample},
-		{"pi-events", trajectory.Pi, bigPi, piEventsSample},
+		{claude.AgentName, claude.AgentName, bigClaude, claudeSample},
+		{codex.AgentName, codex.AgentName, bigCodex, codexSample},
+		{opencode.AgentName, opencode.AgentName, bigOpenCode, openCodeSample},
+		{pi.AgentName, pi.AgentName, bigPi, piSample},
+		{"pi-events", pi.AgentName, bigPi, piEventsSample},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			path := tc.gen(b, tc.src, bigTarget)

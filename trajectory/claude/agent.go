@@ -9,6 +9,9 @@ import (
 	pvresult "github.com/pvisor/pvisor/result"
 )
 
+// AgentName is the name users give the agent on the command line.
+const AgentName = "claude-code"
+
 // Agent is Claude Code as pvisor's engine, capture, resume and CLI see it.
 func Agent() launch.Agent {
 	return launch.Agent{

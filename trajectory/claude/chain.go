@@ -40,7 +40,7 @@ func (d *decoder) build(src io.ReaderAt, limit int) (*trajectory.Trajectory, err
 		return nil, err
 	}
 	d.entryOf = nil
-	t := &trajectory.Trajectory{Agent: trajectory.ClaudeCode, Format: "session-jsonl"}
+	t := &trajectory.Trajectory{Agent: AgentName, Format: "session-jsonl"}
 	for _, ei := range chain {
 		e := &d.entries[ei]
 		if e.version != 0 {

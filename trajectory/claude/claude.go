@@ -53,7 +53,7 @@ func New() *Format { return &Format{} }
 var _ trajectory.Format = (*Format)(nil)
 
 // Agent implements trajectory.Format.
-func (*Format) Agent() string { return trajectory.ClaudeCode }
+func (*Format) Agent() string { return AgentName }
 
 // PrefixExt implements trajectory.Format.
 func (*Format) PrefixExt() string { return "jsonl" }

@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
 
-	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -22,7 +21,7 @@ func Sessions() session.Store { return sessions{} }
 
 type sessions struct{}
 
-func (sessions) Agent() string { return trajectory.ClaudeCode }
+func (sessions) Agent() string { return AgentName }
 
 func (sessions) Root(home string, getenv func(string) string) (string, error) {
 	return session.RootFrom(home, ".claude", "CLAUDE_CONFIG_DIR", getenv)
@@ -32,12 +31,12 @@ func (sessions) Root(home string, getenv func(string) string) (string, error) {
 // cwd depends on realpath and, for long paths, on the CLI version, so a
 // path rebuilt from a cwd can miss.
 func (sessions) Locate(root, id string) (*session.Located, error) {
-	main, err := session.FindOne(trajectory.ClaudeCode, root, id, filepath.Join("projects", "*", id+".jsonl"),
+	main, err := session.FindOne(AgentName, root, id, filepath.Join("projects", "*", id+".jsonl"),
 		func(base string) bool { return base == id+".jsonl" })
 	if err != nil {
 		return nil, err
 	}
-	loc := &session.Located{Agent: trajectory.ClaudeCode, ID: id, Root: root, Main: main}
+	loc := &session.Located{Agent: AgentName, ID: id, Root: root, Main: main}
 	sub := filepath.Join(filepath.Dir(main), id, "subagents")
 	// WalkDir does not follow symlinks: symlinked transcripts, and a symlinked
 	// subagents directory itself, are listed so that capture refuses them.

@@ -257,7 +257,7 @@ func TestVersionSessionAndTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Version != "2.1.9" || tr.SessionID != "s1" || tr.Agent != trajectory.ClaudeCode || tr.Format != "session-jsonl" {
+	if tr.Version != "2.1.9" || tr.SessionID != "s1" || tr.Agent != AgentName || tr.Format != "session-jsonl" {
 		t.Errorf("got version %q session %q agent %q format %q", tr.Version, tr.SessionID, tr.Agent, tr.Format)
 	}
 	if tr.TornTail == nil || tr.TornTail.Line != 3 || tr.Lines != 3 {

@@ -2,6 +2,9 @@ package codex
 
 import "github.com/pvisor/pvisor/replay/launch"
 
+// AgentName is the name users give the agent on the command line.
+const AgentName = "codex"
+
 // Agent is Codex as pvisor's engine, capture, resume and CLI see it.
 func Agent() launch.Agent {
 	return launch.Agent{

@@ -32,7 +32,7 @@ var Format trajectory.Format = format{}
 // New returns the Codex rollout format.
 func New() trajectory.Format { return format{} }
 
-func (format) Agent() string     { return trajectory.Codex }
+func (format) Agent() string     { return AgentName }
 func (format) PrefixExt() string { return "jsonl" }
 
 // Detect looks only at the first non-blank line, which may be cut short

@@ -84,7 +84,7 @@ func (format) DecodePrefix(r io.Reader, _ io.ReaderAt, opts trajectory.Options, 
 func decode(r io.Reader, opts trajectory.Options, limit int) (*trajectory.Trajectory, error) {
 	d := &decoder{
 		opts:  opts,
-		t:     &trajectory.Trajectory{Agent: trajectory.Codex, Format: SubFormat},
+		t:     &trajectory.Trajectory{Agent: AgentName, Format: SubFormat},
 		cur:   -1,
 		calls: map[string]callRef{},
 		cut:   trajectory.Cutter{Limit: limit},

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/pvisor/pvisor/trajectory"
 	store "github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -21,7 +20,7 @@ func Sessions() store.Store { return sessions{} }
 
 type sessions struct{}
 
-func (sessions) Agent() string { return trajectory.Codex }
+func (sessions) Agent() string { return AgentName }
 
 func (sessions) Root(home string, getenv func(string) string) (string, error) {
 	return store.RootFrom(home, ".codex", "CODEX_HOME", getenv)
@@ -41,13 +40,13 @@ func RolloutID(base string) (string, bool) {
 }
 
 func (sessions) Locate(root, id string) (*store.Located, error) {
-	main, err := store.FindOne(trajectory.Codex, root, id,
+	main, err := store.FindOne(AgentName, root, id,
 		filepath.Join("sessions", "*", "*", "*", "rollout-*-"+id+".jsonl"),
 		func(base string) bool { got, ok := RolloutID(base); return ok && got == id })
 	if err != nil {
 		return nil, err
 	}
-	return &store.Located{Agent: trajectory.Codex, ID: id, Root: root, Main: main}, nil
+	return &store.Located{Agent: AgentName, ID: id, Root: root, Main: main}, nil
 }
 
 // Place keeps the rollout's date path: Codex finds a session by id in any

@@ -55,7 +55,7 @@ type decoder struct {
 // message, and pairs actions with observations at the end: mini writes
 // trajectory_format after messages, and the action regex depends on it.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
-	d := &decoder{Doc: jsondoc.New(r), opts: opts, t: &trajectory.Trajectory{Agent: trajectory.MiniSWE}}
+	d := &decoder{Doc: jsondoc.New(r), opts: opts, t: &trajectory.Trajectory{Agent: AgentName}}
 	if err := d.read(); err != nil {
 		return nil, err
 	}

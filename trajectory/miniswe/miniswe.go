@@ -52,7 +52,7 @@ var Format trajectory.Format = format{}
 // New returns the mini-swe-agent trajectory format.
 func New() trajectory.Format { return format{} }
 
-func (format) Agent() string     { return trajectory.MiniSWE }
+func (format) Agent() string     { return AgentName }
 func (format) PrefixExt() string { return "json" }
 
 // Detect: mini writes info first and trajectory_format last, so in a large

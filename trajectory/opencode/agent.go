@@ -2,6 +2,9 @@ package opencode
 
 import "github.com/pvisor/pvisor/replay/launch"
 
+// AgentName is the name users give the agent on the command line.
+const AgentName = "opencode"
+
 // Agent is OpenCode as pvisor's engine, capture, resume and CLI see it.
 // Its sessions live in SQLite (Database): they are captured and resumed as
 // export documents, which its CLI imports.

@@ -56,7 +56,7 @@ func New() trajectory.Format { return format{} }
 
 var _ trajectory.Replayer = format{}
 
-func (format) Agent() string { return trajectory.OpenCode }
+func (format) Agent() string { return AgentName }
 
 // PrefixExt answers for run-event streams, the usual input; the interface
 // has no trajectory to look at, so callers holding one should prefer

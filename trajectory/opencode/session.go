@@ -8,7 +8,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/pvisor/pvisor/trajectory"
 	store "github.com/pvisor/pvisor/trajectory/session"
 )
 
@@ -19,7 +18,7 @@ func Exports() store.Rewriter { return exports{} }
 
 type exports struct{}
 
-func (exports) Agent() string { return trajectory.OpenCode }
+func (exports) Agent() string { return AgentName }
 
 // Origin is info.directory and the OpenCode version that wrote the export.
 func (exports) Origin(r io.Reader) (store.Origin, error) {
@@ -89,12 +88,12 @@ func (bundled) Root(home string, getenv func(string) string) (string, error) {
 }
 
 func (bundled) Locate(root, id string) (*store.Located, error) {
-	main, err := store.FindOne(trajectory.OpenCode, root, id, filepath.Join(ExportDir, "*.json"),
+	main, err := store.FindOne(AgentName, root, id, filepath.Join(ExportDir, "*.json"),
 		func(base string) bool { return base == id+".json" })
 	if err != nil {
 		return nil, err
 	}
-	return &store.Located{Agent: trajectory.OpenCode, ID: id, Root: root, Main: main}, nil
+	return &store.Located{Agent: AgentName, ID: id, Root: root, Main: main}, nil
 }
 
 // Place keeps the document where it is: the session's directory is inside

@@ -33,7 +33,7 @@ type builder struct {
 type piece struct{ id, text string }
 
 func newBuilder(opts trajectory.Options) *builder {
-	return &builder{t: &trajectory.Trajectory{Agent: trajectory.OpenCode}, opts: opts, cur: -1,
+	return &builder{t: &trajectory.Trajectory{Agent: AgentName}, opts: opts, cur: -1,
 		calls: map[string]int{}}
 }
 

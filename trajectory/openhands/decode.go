@@ -39,7 +39,7 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 	d := &decoder{
 		Doc:     jsondoc.New(r),
 		opts:    opts,
-		t:       &trajectory.Trajectory{Agent: trajectory.OpenHands},
+		t:       &trajectory.Trajectory{Agent: AgentName},
 		ids:     map[int64]bool{},
 		pending: map[int64]callRef{},
 		open:    -1,

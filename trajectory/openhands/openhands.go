@@ -69,7 +69,7 @@ var Format trajectory.Format = format{}
 // New returns the OpenHands V0 trajectory format.
 func New() trajectory.Format { return format{} }
 
-func (format) Agent() string     { return trajectory.OpenHands }
+func (format) Agent() string     { return AgentName }
 func (format) PrefixExt() string { return "json" }
 
 // Detect claims V0 event arrays, output.jsonl lines with a history, and the

@@ -65,7 +65,7 @@ type v1Decoder struct {
 func decodeV1(br *bufio.Reader, head []byte, opts trajectory.Options) (*trajectory.Trajectory, error) {
 	d := &v1Decoder{
 		opts:    opts,
-		t:       &trajectory.Trajectory{Agent: trajectory.OpenHands, Format: FormatV1Events},
+		t:       &trajectory.Trajectory{Agent: AgentName, Format: FormatV1Events},
 		ids:     map[string]bool{},
 		byEvent: map[string]callRef{},
 		byCall:  map[string]callRef{},

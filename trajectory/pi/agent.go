@@ -8,6 +8,9 @@ import (
 	pvresult "github.com/pvisor/pvisor/result"
 )
 
+// AgentName is the name users give the agent on the command line.
+const AgentName = "pi"
+
 // Agent is Pi as pvisor's engine, capture, resume and CLI see it. The
 // existing tooling calls it "pi-agent".
 func Agent() launch.Agent {

@@ -13,9 +13,10 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
-	"github.com/tidwall/gjson"
 )
 
 // read returns a text file's lines from offset (1-based) on, at most limit

@@ -42,7 +42,7 @@ var Format trajectory.Format = format{}
 // New returns the Pi format.
 func New() trajectory.Format { return format{} }
 
-func (format) Agent() string     { return trajectory.Pi }
+func (format) Agent() string     { return AgentName }
 func (format) PrefixExt() string { return "jsonl" }
 
 // eventTypes are the AgentSessionEvents of --mode json and the response
@@ -207,7 +207,7 @@ func newTrajectory(h header, sub string) *trajectory.Trajectory {
 	// No pi file records the CLI version (checked: v1 and v3 headers, entries
 	// and --mode json events), so Version stays empty; the file format
 	// version is in Format.
-	return &trajectory.Trajectory{Agent: trajectory.Pi, SessionID: h.id, Cwd: h.cwd, Format: sub}
+	return &trajectory.Trajectory{Agent: AgentName, SessionID: h.id, Cwd: h.cwd, Format: sub}
 }
 
 // WritePrefix copies the original bytes through the boundary's last record:

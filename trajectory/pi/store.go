@@ -10,7 +10,6 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 	store "github.com/pvisor/pvisor/trajectory/session"
 )
@@ -24,7 +23,7 @@ func Sessions() store.Store { return sessions{} }
 
 type sessions struct{}
 
-func (sessions) Agent() string { return trajectory.Pi }
+func (sessions) Agent() string { return AgentName }
 
 func (sessions) Root(home string, getenv func(string) string) (string, error) {
 	return store.RootFrom(home, filepath.Join(".pi", "agent"), "PI_CODING_AGENT_DIR", getenv)
@@ -49,12 +48,12 @@ func sessionFileID(base string) string {
 }
 
 func (sessions) Locate(root, id string) (*store.Located, error) {
-	main, err := store.FindOne(trajectory.Pi, root, id, filepath.Join("sessions", "*", "*_"+id+".jsonl"),
+	main, err := store.FindOne(AgentName, root, id, filepath.Join("sessions", "*", "*_"+id+".jsonl"),
 		func(base string) bool { return sessionFileID(base) == id })
 	if err != nil {
 		return nil, err
 	}
-	return &store.Located{Agent: trajectory.Pi, ID: id, Root: root, Main: main}, nil
+	return &store.Located{Agent: AgentName, ID: id, Root: root, Main: main}, nil
 }
 
 // Place moves the file into the session directory of cwd: Pi looks there

@@ -2,6 +2,9 @@ package sweagent
 
 import "github.com/pvisor/pvisor/replay/launch"
 
+// AgentName is the name users give the agent on the command line.
+const AgentName = "swe-agent"
+
 // Agent is SWE-agent as pvisor sees it: replayed, not continued.
 func Agent() launch.Agent {
 	return launch.Agent{

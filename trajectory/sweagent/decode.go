@@ -40,7 +40,7 @@ type decoder struct {
 // and assistant message, and pairs them at the end: the two lists are
 // separate members of the object.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
-	d := &decoder{Doc: jsondoc.New(r), opts: opts, t: &trajectory.Trajectory{Agent: trajectory.SWEAgent, Format: Format}}
+	d := &decoder{Doc: jsondoc.New(r), opts: opts, t: &trajectory.Trajectory{Agent: AgentName, Format: Format}}
 	tok, err := d.Open()
 	if err != nil {
 		return nil, err

@@ -48,7 +48,7 @@ type format struct{}
 // New returns the SWE-agent trajectory format.
 func New() trajectory.Format { return format{} }
 
-func (format) Agent() string     { return trajectory.SWEAgent }
+func (format) Agent() string     { return AgentName }
 func (format) PrefixExt() string { return "traj" }
 
 // Detect: entries start with "action" and "observation" and a file starts
