@@ -101,7 +101,7 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 	case ct.waitErr != nil:
 		return result.AgentFailed, fail(result.InternalError, "waiting for %s: %v", bin, ct.waitErr)
 	case ct.report.Accepted == 0 && ct.stats.FirstUnauthorized != nil:
-		return result.AgentFailed, fail(result.ContinuationError, "%s", tokenRefused(bin, ct.stats, logs))
+		return result.AgentFailed, fail(result.ContinuationError, "%s", TokenRefused(bin, ct.stats, logs))
 	case ct.code != 0 || (ct.stats.LastFailure != nil && r.res.ContinuedSteps == 0):
 		// Some CLIs (Pi) exit 0 when the model failed; with no live step
 		// taken the run did not continue, whatever the exit status says.
@@ -123,9 +123,9 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 	return result.AgentCompleted, nil
 }
 
-// tokenRefused says that the CLI did reach the bridge, but without the
+// TokenRefused says that the CLI did reach the bridge, but without the
 // per-run token it was configured with, so no model request was accepted.
-func tokenRefused(bin string, st bridge.Stats, logs string) string {
+func TokenRefused(bin string, st bridge.Stats, logs string) string {
 	u := st.FirstUnauthorized
 	return fmt.Sprintf("%s sent %d request(s) that the bridge refused (401) for a missing or wrong token, the first %s %s (request %d of %d), and none it accepted: the CLI did not present the per-run token pvisor configured for it (a release that reads its credentials differently?); %s",
 		bin, st.Unauthorized, u.Method, u.Path, u.N, st.Requests, logs)

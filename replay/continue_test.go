@@ -17,20 +17,10 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/agentcli"
+	"github.com/pvisor/pvisor/replay/internal/clitest"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 )
-
-// synthRollout copies a small Codex rollout recorded in /rec/ws into dir:
-// three one-call steps, then a final answer. It is the one codex's own
-// staging tests use.
-func synthRollout(t *testing.T, dir string) string {
-	t.Helper()
-	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "trajectory", "codex", "testdata", "stage"))); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl")
-}
 
 type contFixture struct {
 	dir, ws, traj string
@@ -40,7 +30,7 @@ type contFixture struct {
 func newContFixture(t *testing.T, env ...string) *contFixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &contFixture{dir: dir, ws: filepath.Join(dir, "ws"), traj: synthRollout(t, dir)}
+	f := &contFixture{dir: dir, ws: filepath.Join(dir, "ws"), traj: clitest.SynthRollout(t, dir)}
 	if err := os.Mkdir(f.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}

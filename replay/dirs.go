@@ -14,7 +14,7 @@ import (
 // allocate creates the per-run state and output dirs and opens the journal.
 // The output dir must be new: results of two runs never mix.
 func (r *run) allocate() error {
-	stateRoot, outputRoot, err := roots(r.req.StateRoot, r.req.OutputRoot)
+	stateRoot, outputRoot, err := Roots(r.req.StateRoot, r.req.OutputRoot)
 	if err != nil {
 		return err
 	}
@@ -135,9 +135,9 @@ func evalExisting(p string) (string, error) {
 	}
 }
 
-// roots are the absolute state and output roots of a run, defaults
+// Roots are the absolute state and output roots of a run, defaults
 // filled in.
-func roots(state, output string) (string, string, error) {
+func Roots(state, output string) (string, string, error) {
 	stateRoot, err := filepath.Abs(orDefault(state, DefaultStateRoot))
 	if err != nil {
 		return "", "", configErr("--state-dir: %v", err)

@@ -62,11 +62,11 @@ func (e *Endpoint) Check(upstream string) error {
 	return nil
 }
 
-// config fills cfg from e, then from the provider variables: e wins. A
+// Config fills cfg from e, then from the provider variables: e wins. A
 // key_env that is unset or empty is an error rather than a fall back to
 // the provider's own variable, which would send the run to another
 // account without a word.
-func (e *Endpoint) config(cfg bridge.UpstreamConfig, getenv func(string) string) (bridge.UpstreamConfig, error) {
+func (e *Endpoint) Config(cfg bridge.UpstreamConfig, getenv func(string) string) (bridge.UpstreamConfig, error) {
 	if e != nil {
 		cfg.BaseURL = e.BaseURL
 		if e.KeyEnv != "" {

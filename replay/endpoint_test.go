@@ -62,7 +62,7 @@ func TestEndpointConfig(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := base()
-			cfg, err := tc.e.config(in, getenv)
+			cfg, err := tc.e.Config(in, getenv)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)

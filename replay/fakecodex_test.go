@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pvisor/pvisor/replay/internal/clitest"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/trajectory/codex"
 )
@@ -31,7 +28,7 @@ const fakeCodexEnv = "PVISOR_TEST_FAKE_CODEX"
 
 // fakeCodexTokenEnv is the env_key the launcher's config.toml names for the
 // bridge token.
-const fakeCodexTokenEnv = "PVISOR_BRIDGE_TOKEN"
+const fakeCodexTokenEnv = clitest.TokenEnv
 
 func init() {
 	if os.Getenv(fakeCodexEnv) == "1" {
@@ -41,24 +38,8 @@ func init() {
 
 // fakeCodexEntrypoint writes the wrapper that runs this binary as codex.
 func fakeCodexEntrypoint(dir string, env ...string) (string, error) {
-	return selfAsCLI(dir, "codex", fakeCodexEnv, env...)
+	return clitest.SelfAsCLI(dir, "codex", fakeCodexEnv, env...)
 }
-
-// selfAsCLI writes dir/name, a wrapper that runs this test binary with
-// marker=1 (its init then plays the CLI) and env.
-func selfAsCLI(dir, name, marker string, env ...string) (string, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, name)
-	// GORACE: a -race binary otherwise sleeps a second before it exits.
-	script := "#!/bin/sh\nexport " + marker + "=1 GORACE=atexit_sleep_ms=0 " + strings.Join(env, " ") +
-		"\nexec " + self + ` "$@"` + "\n"
-	return path, os.WriteFile(path, []byte(script), 0o755)
-}
-
-var baseURLRe = regexp.MustCompile(`(?m)^base_url = "([^"]+)"$`)
 
 func fakeCodexMain(args []string) int {
 	if len(args) > 0 && args[0] == "--version" {
@@ -96,7 +77,7 @@ func fakeCodex(args []string, mode string) error {
 	if err != nil {
 		return err
 	}
-	m := baseURLRe.FindSubmatch(cfg)
+	m := clitest.BaseURL.FindSubmatch(cfg)
 	if m == nil {
 		return fmt.Errorf("no base_url in config.toml")
 	}
@@ -138,7 +119,7 @@ func fakeCodex(args []string, mode string) error {
 	}
 	input = append(input, nonceItem)
 	for turn := 0; turn < 20; turn++ {
-		out, err := postResponses(string(m[1]), input)
+		out, err := clitest.PostResponses(string(m[1]), input)
 		if err != nil {
 			return err
 		}
@@ -160,28 +141,4 @@ func fakeCodex(args []string, mode string) error {
 		}
 	}
 	return fmt.Errorf("too many turns")
-}
-
-// postResponses sends input to the Responses endpoint under base as the
-// stand-in CLIs do (not streamed, one exec_command tool) and returns the
-// answer's body.
-func postResponses(base string, input []string) ([]byte, error) {
-	body := `{"model":"gpt-5.5","stream":false,"tools":[{"type":"function","name":"exec_command"}],"input":[` + strings.Join(input, ",") + `]}`
-	req, _ := http.NewRequest(http.MethodPost, base+"/responses", strings.NewReader(body))
-	token := os.Getenv(fakeCodexTokenEnv)
-	if os.Getenv("FAKE_CODEX_MODE") == "token-name" {
-		token = fakeCodexTokenEnv // what Pi ≥ 0.83 sent when given the variable's name
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	out, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("model answered %d: %s", res.StatusCode, out)
-	}
-	return out, nil
 }

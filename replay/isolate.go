@@ -68,7 +68,7 @@ func (r *run) runIsolated(ctx context.Context) error {
 		return configErr("%v", err)
 	}
 	cfg := overlay.Config{Path: ws, Compose: r.req.Overlay.Compose, Commit: mode}
-	stateRoot, outputRoot, err := roots(r.req.StateRoot, r.req.OutputRoot)
+	stateRoot, outputRoot, err := Roots(r.req.StateRoot, r.req.OutputRoot)
 	if err != nil {
 		return err
 	}

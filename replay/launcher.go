@@ -58,7 +58,7 @@ func (r *run) baseEnv() []string {
 	var env []string
 	for _, kv := range r.toolEnv() {
 		name, _, _ := strings.Cut(kv, "=")
-		if !redirectsTraffic(name) {
+		if !RedirectsTraffic(name) {
 			env = append(env, kv)
 		}
 	}
@@ -66,9 +66,9 @@ func (r *run) baseEnv() []string {
 	return agentcli.WithPathFirst(env, r.cliPath)
 }
 
-// redirectsTraffic: provider endpoints (OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
+// RedirectsTraffic: provider endpoints (OPENAI_BASE_URL, ANTHROPIC_BASE_URL,
 // OPENAI_API_BASE, …) and proxies.
-func redirectsTraffic(name string) bool {
+func RedirectsTraffic(name string) bool {
 	up := strings.ToUpper(name)
 	switch up {
 	case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY":

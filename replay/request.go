@@ -179,6 +179,10 @@ const (
 
 var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// ValidRunID reports whether id may name a run's directories: letters,
+// digits, '_' and '-'.
+func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }
+
 // Validate checks what can be checked without touching the file system.
 func (r *Request) Validate() error {
 	switch {

@@ -149,13 +149,13 @@ func (r *run) toolEnv() []string {
 	if r.req.Run.InheritEnv {
 		for _, kv := range os.Environ() {
 			name, value, _ := strings.Cut(kv, "=")
-			if !isSecretName(name) && !isSecretValue(value) {
+			if !isSecretName(name) && !IsSecretValue(value) {
 				env = append(env, kv)
 			}
 		}
 	} else {
 		for _, name := range []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "TZ", "TMPDIR", "SHELL"} {
-			if v, ok := os.LookupEnv(name); ok && !isSecretValue(v) {
+			if v, ok := os.LookupEnv(name); ok && !IsSecretValue(v) {
 				env = append(env, name+"="+v)
 			}
 		}
@@ -183,9 +183,9 @@ func isSecretName(name string) bool {
 	return false
 }
 
-// isSecretValue: a URL with a password (DATABASE_URL=postgres://u:p@h/db)
+// IsSecretValue: a URL with a password (DATABASE_URL=postgres://u:p@h/db)
 // or a value shaped like a well-known credential.
-func isSecretValue(v string) bool {
+func IsSecretValue(v string) bool {
 	for _, p := range secretPrefixes {
 		if strings.HasPrefix(v, p) && len(v) >= len(p)+16 {
 			return true

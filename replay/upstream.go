@@ -19,6 +19,10 @@ import (
 // actions after the boundary (no model service needed).
 const UpstreamRecorded = "recorded"
 
+// UpstreamFake serves a scripted model inside pvisor (--fake-script): a
+// whole resume or fork runs with no model service, for tests and demos.
+const UpstreamFake = "fake"
+
 // Hooks let a program that embeds the engine watch a continuation; the e2e
 // tests use them. They never travel with the request (an overlay worker runs
 // without them).
@@ -91,12 +95,12 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 			meta["disable_thinking"] = off.Effect
 		}
 		c.AgentArgs = append(slices.Clone(c.AgentArgs), off.Args...)
-		cfg, err := r.req.Endpoint.config(bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.Fields}, os.Getenv)
+		cfg, err := r.req.Endpoint.Config(bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.Fields}, os.Getenv)
 		if err != nil {
 			return nil, nil, err
 		}
 		meta["session_id"] = r.sessionID()
-		if up, err = modelUpstream(cfg, l.Protocol(), r.plan.Format.Agent(), r.req.UpstreamModel, UpstreamRecorded, meta); err != nil {
+		if up, err = ModelUpstream(cfg, l.Protocol(), r.plan.Format.Agent(), r.req.UpstreamModel, UpstreamRecorded, meta); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -106,12 +110,12 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 	return up, meta, nil
 }
 
-// modelUpstream is the upstream for a model service speaking cfg.Protocol to
+// ModelUpstream is the upstream for a model service speaking cfg.Protocol to
 // an agent that speaks agentProto: the provider itself, or for Claude Code
 // an OpenAI-compatible server through the bridge's one translation. other
 // names the upstream to suggest when the protocols cannot meet. The
 // endpoint (and translation) go into meta.
-func modelUpstream(cfg bridge.UpstreamConfig, agentProto bridge.Protocol, agent, upstreamModel, other string, meta map[string]any) (bridge.Upstream, error) {
+func ModelUpstream(cfg bridge.UpstreamConfig, agentProto bridge.Protocol, agent, upstreamModel, other string, meta map[string]any) (bridge.Upstream, error) {
 	p := cfg.Protocol
 	switch {
 	case p == bridge.Chat && agentProto == bridge.Anthropic:
@@ -149,6 +153,12 @@ func modelUpstream(cfg bridge.UpstreamConfig, agentProto bridge.Protocol, agent,
 var noServiceUpstream = map[string]string{
 	UpstreamRecorded: "plays the trajectory's own next actions",
 	UpstreamFake:     "a scripted fake model, --fake-script FILE",
+}
+
+// ActiveUpstream is up counting every request and response read into
+// activity, for an idle watchdog (resume and fork use it too).
+func ActiveUpstream(up bridge.Upstream, activity *atomic.Int64) bridge.Upstream {
+	return activeUpstream{up, activity}
 }
 
 // activeUpstream counts every response byte the upstream produces into

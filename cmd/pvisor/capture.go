@@ -13,6 +13,7 @@ import (
 
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/resume"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
 	"github.com/pvisor/pvisor/trajectory/session"
@@ -100,7 +101,7 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 	if *id == "" {
 		return fail(result.ConfigurationError, "--session is required")
 	}
-	exported := replay.Exported(*agent)
+	exported := resume.Exported(*agent)
 	if !exported && (fs.Changed("agent-entrypoint") || fs.Changed("state-dir")) {
 		return fail(result.ConfigurationError, "--agent-entrypoint and --state-dir are for agents captured by export (%s); %s sessions are copied as files", byExport, *agent)
 	}
@@ -128,7 +129,7 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 	var dir string
 	var m *capture.Manifest
 	if exported {
-		dir, m, err = replay.CaptureExported(context.Background(), replay.ExportCapture{Agent: *agent, SessionID: *id, Home: *home,
+		dir, m, err = resume.CaptureExported(context.Background(), resume.ExportCapture{Agent: *agent, SessionID: *id, Home: *home,
 			StoreDir: *storeDir, AgentEntrypoint: *entry, StateRoot: *stateDir})
 	} else {
 		root, rerr := store.Root(*home, os.Getenv)
@@ -138,7 +139,7 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 		dir, m, err = capture.Capture(capture.Options{Store: store, Root: root, ID: *id, StoreDir: *storeDir})
 	}
 	if err != nil {
-		return fail(replay.Category(err), "%v", err)
+		return fail(resume.Category(err), "%v", err)
 	}
 	printCaptureLine(stdout, captureLine{Bundle: &dir, Manifest: m})
 	return 0
@@ -149,7 +150,7 @@ func cmdCapture(args []string, stdout, stderr io.Writer) int {
 func captureAgents() []string {
 	var out []string
 	for _, a := range agents.Names() {
-		if _, ok := agents.Sessions(a); ok || replay.Exported(a) {
+		if _, ok := agents.Sessions(a); ok || resume.Exported(a) {
 			out = append(out, a)
 		}
 	}
@@ -161,7 +162,7 @@ func captureAgents() []string {
 func exportedAgents() []string {
 	var out []string
 	for _, a := range agents.Names() {
-		if replay.Exported(a) {
+		if resume.Exported(a) {
 			out = append(out, a)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/resume"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
 
@@ -95,7 +95,7 @@ func withAgents(usage string) string {
 		"{agents}", list(agents.Names()),
 		"{session-agents}", list(sessionAgents()),
 		"{capture-agents}", list(captureAgents()),
-		"{resume-agents}", list(replay.ResumeAgents()),
+		"{resume-agents}", list(resume.ResumeAgents()),
 		"{example-agent}", agents.Launchers()[0],
 	).Replace(usage)
 }

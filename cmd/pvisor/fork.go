@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/resume"
 )
 
 const forkUsage = `Usage: pvisor fork --agent A (--session ID [--home DIR] | --bundle DIR [--home DIR])
@@ -51,5 +51,5 @@ Flags:
 `
 
 func cmdFork(args []string, stdout, stderr io.Writer) int {
-	return cmdSessionRun(replay.ModeFork, forkUsage, args, stdout, stderr)
+	return cmdSessionRun(resume.ModeFork, forkUsage, args, stdout, stderr)
 }

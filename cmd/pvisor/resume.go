@@ -11,6 +11,7 @@ import (
 
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/replay/resume"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -83,16 +84,16 @@ Flags:
 `
 
 func cmdResume(args []string, stdout, stderr io.Writer) int {
-	return cmdSessionRun(replay.ModeResume, resumeUsage, args, stdout, stderr)
+	return cmdSessionRun(resume.ModeResume, resumeUsage, args, stdout, stderr)
 }
 
 // cmdSessionRun is resume and fork: the same flags, another mode.
 func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet(mode, pflag.ContinueOnError)
-	req := &replay.SessionRequest{Mode: mode}
+	req := &resume.SessionRequest{Mode: mode}
 	var home string
 	var promptArgs, signals []string
-	fs.StringVar(&req.Agent, "agent", "", "agent whose session it is ("+strings.Join(replay.ResumeAgents(), ", ")+")")
+	fs.StringVar(&req.Agent, "agent", "", "agent whose session it is ("+strings.Join(resume.ResumeAgents(), ", ")+")")
 	fs.StringVar(&req.SessionID, "session", "", "session id, as the agent CLI printed it")
 	fs.StringVar(&home, "home", "", "with --session: the HOME the agent ran under; with --bundle: the HOME to restore into")
 	fs.StringVar(&req.Bundle, "bundle", "", "bundle `dir` from pvisor capture")
@@ -116,7 +117,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	fs.StringVar(&req.StateRoot, "state-dir", replay.DefaultStateRoot, "state root")
 	fs.StringVar(&req.OutputRoot, "output-dir", replay.DefaultOutputRoot, "output root")
 	quiet := fs.BoolP("quiet", "q", false, "no progress lines on stderr")
-	if mode == replay.ModeFork {
+	if mode == resume.ModeFork {
 		fs.StringVar(&req.Trajectory, "trajectory", "", "with --after-step: the native session `file` to fork from the middle of")
 		fs.IntVar(&req.AfterStep, "after-step", 0, "fork after step `N` of --trajectory: steps 1..N replayed in the workspace, rebuilt under a new id")
 		fs.BoolVar(&req.PrepareOnly, "prepare-only", false, "with --after-step: keep the recorded observations instead of re-running the prefix's tools (quality degraded)")
@@ -156,7 +157,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 		req.SourceHome = home
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
-	res := replay.RunSession(ctx, req)
+	res := resume.RunSession(ctx, req)
 	stop()
 	stdout.Write(res.Line())
 	if ws, ok := res.Metadata["warnings"].([]string); ok {

@@ -1,4 +1,4 @@
-package replay
+package resume
 
 import (
 	"sort"
@@ -40,7 +40,7 @@ func resumeAgents() []string {
 
 // launcher is the launcher of the session's agent: its binary and protocol
 // serve resume and fork too (every resumable agent has one).
-func (r *sessionRun) launcher() Launcher {
+func (r *sessionRun) launcher() launch.Launcher {
 	l, _ := launcherOf(r.store.Agent())
 	return l
 }

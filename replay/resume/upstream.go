@@ -1,4 +1,4 @@
-package replay
+package resume
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/fakemodel"
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -21,10 +22,10 @@ func (r *sessionRun) upstream() (bridge.Upstream, map[string]any, error) {
 		name = string(proto)
 	}
 	meta := map[string]any{"kind": name, "protocol": string(proto)}
-	if name == UpstreamRecorded {
+	if name == replay.UpstreamRecorded {
 		return nil, nil, configErr("--upstream recorded plays a trajectory's own next actions, and a resume has none; use a model upstream or --upstream fake")
 	}
-	if name == UpstreamFake {
+	if name == replay.UpstreamFake {
 		if r.req.FakeScript == "" {
 			return nil, nil, configErr("--upstream fake needs --fake-script FILE (the replies the fake model serves)")
 		}
@@ -40,12 +41,12 @@ func (r *sessionRun) upstream() (bridge.Upstream, map[string]any, error) {
 	}
 	p, err := bridge.ParseProtocol(name)
 	if err != nil {
-		return nil, nil, configErr("--upstream: %v, or %s", err, UpstreamFake)
+		return nil, nil, configErr("--upstream: %v, or %s", err, replay.UpstreamFake)
 	}
 	h := http.Header{}
-	h.Set(RouterSessionHeader, r.req.RunID)
+	h.Set(replay.RouterSessionHeader, r.req.RunID)
 	cfg := bridge.UpstreamConfig{Protocol: p, Headers: h}.FillFromEnv(os.Getenv)
-	up, err := modelUpstream(cfg, proto, string(r.store.Agent()), r.req.UpstreamModel, UpstreamFake, meta)
+	up, err := replay.ModelUpstream(cfg, proto, string(r.store.Agent()), r.req.UpstreamModel, replay.UpstreamFake, meta)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,12 +1,14 @@
-package replay
+package resume
 
 import (
 	"context"
 	"os"
 	"path/filepath"
 
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
@@ -53,11 +55,11 @@ func CaptureExported(ctx context.Context, req ExportCapture) (string, *capture.M
 	}
 	env := sessionBaseEnv()
 	l, _ := launcherOf(store.Agent())
-	entry, _, err := agentcli.Entrypoint(req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
+	entry, _, err := agentcli.Entrypoint(req.AgentEntrypoint, l.Binary(), launch.EnvValue(env, "PATH"))
 	if err != nil {
 		return "", nil, err
 	}
-	stateRoot, _, err := roots(req.StateRoot, "")
+	stateRoot, _, err := replay.Roots(req.StateRoot, "")
 	if err != nil {
 		return "", nil, err
 	}

@@ -1,4 +1,4 @@
-package replay
+package resume
 
 import (
 	"os"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/internal/clitest"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -55,7 +57,7 @@ func TestForkAfterStepBoundaryFirst(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", "")
 	f := newResumeFixture(t, ModeFork, `{"replies":[]}`)
 	f.req.SessionID, f.req.SourceHome = "", ""
-	f.req.Trajectory, f.req.AfterStep = synthRollout(t, t.TempDir()), 9
+	f.req.Trajectory, f.req.AfterStep = clitest.SynthRollout(t, t.TempDir()), 9
 	f.req.Upstream, f.req.FakeScript = "openai-responses", ""
 	res := f.run(t)
 	if res.Failure == nil || !strings.Contains(res.Failure.Message, "complete steps") || strings.Contains(res.Failure.Message, "API key") {
@@ -71,14 +73,14 @@ func TestForkAfterStepBoundaryFirst(t *testing.T) {
 func TestForkAfterStepDriftArtifacts(t *testing.T) {
 	f := newResumeFixture(t, ModeFork, `{"replies":[],"final":"Branched. <promise>COMPLETE</promise>"}`)
 	f.req.SessionID, f.req.SourceHome = "", ""
-	f.req.Trajectory, f.req.AfterStep = synthRollout(t, t.TempDir()), 1
+	f.req.Trajectory, f.req.AfterStep = clitest.SynthRollout(t, t.TempDir()), 1
 	res := f.run(t)
 	if res.Failure != nil {
 		t.Fatalf("failure: %+v", res.Failure)
 	}
 	for _, want := range []struct{ role, file string }{
-		{RoleObservationComparison, "observation-comparison.json"},
-		{RoleSummary, "replay-summary.json"},
+		{replay.RoleObservationComparison, "observation-comparison.json"},
+		{replay.RoleSummary, "replay-summary.json"},
 	} {
 		var found *result.Artifact
 		for i := range res.Artifacts {

@@ -1,4 +1,4 @@
-package replay
+package resume
 
 import (
 	"bytes"
@@ -14,7 +14,9 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/internal/clitest"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
@@ -41,7 +43,7 @@ func init() {
 
 func fakeResumeEntrypoint(t *testing.T, env ...string) string {
 	t.Helper()
-	path, err := selfAsCLI(t.TempDir(), "codex", fakeResumeEnv, env...)
+	path, err := clitest.SelfAsCLI(t.TempDir(), "codex", fakeResumeEnv, env...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func fakeResume(args []string) error {
 	if err != nil {
 		return err
 	}
-	m := baseURLRe.FindSubmatch(cfg)
+	m := clitest.BaseURL.FindSubmatch(cfg)
 	if m == nil {
 		return fmt.Errorf("no base_url in config.toml")
 	}
@@ -111,7 +113,7 @@ func fakeResume(args []string) error {
 	}
 	input = append(input, string(user))
 	fmt.Printf(`{"type":"thread.started","thread_id":%q}`+"\n", sid)
-	out, err := postResponses(string(m[1]), input)
+	out, err := clitest.PostResponses(string(m[1]), input)
 	if err != nil {
 		return err
 	}
@@ -150,12 +152,12 @@ func newResumeFixture(t *testing.T, mode string, replies string, env ...string) 
 			t.Fatal(err)
 		}
 	}
-	synthRollout(t, day)
+	clitest.SynthRollout(t, day)
 	if err := os.WriteFile(f.script, []byte(replies), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f.req = &SessionRequest{Mode: mode, Agent: "codex", SessionID: fixtureSID, SourceHome: f.home, Workspace: f.ws,
-		Prompt: prompt.Source{Text: "Now add tests."}, Upstream: UpstreamFake, FakeScript: f.script,
+		Prompt: prompt.Source{Text: "Now add tests."}, Upstream: replay.UpstreamFake, FakeScript: f.script,
 		AgentEntrypoint: fakeResumeEntrypoint(t, env...), IdleTimeout: 20 * time.Second, RunID: "s",
 		StateRoot: filepath.Join(dir, "state"), OutputRoot: filepath.Join(dir, "out")}
 	return f
@@ -321,7 +323,7 @@ func TestResumeBadInput(t *testing.T) {
 			if err := os.MkdirAll(day, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			synthRollout(t, day)
+			clitest.SynthRollout(t, day)
 		}, result.TrajectoryError, "ambiguous"},
 		{"not a bundle", func(t *testing.T, f *resumeFixture) { f.req.SessionID, f.req.SourceHome, f.req.Bundle = "", "", f.home }, result.ConfigurationError, "not a capture bundle"},
 		{"agent without resume", func(t *testing.T, f *resumeFixture) { f.req.Agent = "openhands" }, result.UnsupportedAgent, "cannot be resumed"},
@@ -335,7 +337,7 @@ func TestResumeBadInput(t *testing.T) {
 			storetest.DB(t, "1.18.20", filepath.Join(data, "opencode.db"))
 		}, result.TrajectoryError, "not found"},
 		{"no prompt", func(t *testing.T, f *resumeFixture) { f.req.Prompt = prompt.Source{} }, result.ConfigurationError, "no prompt"},
-		{"recorded upstream", func(t *testing.T, f *resumeFixture) { f.req.Upstream = UpstreamRecorded }, result.ConfigurationError, "a resume has none"},
+		{"recorded upstream", func(t *testing.T, f *resumeFixture) { f.req.Upstream = replay.UpstreamRecorded }, result.ConfigurationError, "a resume has none"},
 		{"no workspace", func(t *testing.T, f *resumeFixture) { f.req.Workspace = filepath.Join(f.dir, "nope") }, result.WorkspaceError, "not a directory"},
 		{"missing placeholder", func(t *testing.T, f *resumeFixture) {
 			p := filepath.Join(f.dir, "p.md")
@@ -373,7 +375,7 @@ func TestResumeBadInput(t *testing.T) {
 // unchanged.
 func TestForkAfterStep(t *testing.T) {
 	f := newResumeFixture(t, ModeFork, `{"replies":[],"final":"Branched. <promise>COMPLETE</promise>"}`)
-	traj := synthRollout(t, t.TempDir())
+	traj := clitest.SynthRollout(t, t.TempDir())
 	before, _ := os.ReadFile(traj)
 	f.req.SessionID, f.req.SourceHome = "", ""
 	f.req.Trajectory, f.req.AfterStep = traj, 1

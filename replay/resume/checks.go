@@ -1,4 +1,4 @@
-package replay
+package resume
 
 import (
 	"context"
@@ -8,8 +8,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/capture"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/run/userfile"
 )
@@ -69,7 +71,7 @@ func (r *sessionRun) checkParent(src *source, restored, restoredSum, childID str
 }
 
 func (r *sessionRun) makeDirs() error {
-	stateRoot, outputRoot, err := roots(r.req.StateRoot, r.req.OutputRoot)
+	stateRoot, outputRoot, err := replay.Roots(r.req.StateRoot, r.req.OutputRoot)
 	if err != nil {
 		return err
 	}
@@ -93,7 +95,7 @@ func (r *sessionRun) makeDirs() error {
 func (r *sessionRun) probe(ctx context.Context) (string, error) {
 	l := r.launcher()
 	env := r.baseEnv()
-	entry, source, err := agentcli.Entrypoint(r.req.AgentEntrypoint, l.Binary(), envValue(env, "PATH"))
+	entry, source, err := agentcli.Entrypoint(r.req.AgentEntrypoint, l.Binary(), launch.EnvValue(env, "PATH"))
 	if err != nil {
 		return "", err
 	}
@@ -137,7 +139,7 @@ func (r *sessionRun) baseEnv() []string { return agentcli.WithPathFirst(sessionB
 func sessionBaseEnv() []string {
 	var env []string
 	for _, name := range []string{"PATH", "USER", "LANG", "LC_ALL", "TERM", "TZ", "SHELL"} {
-		if v, ok := os.LookupEnv(name); ok && !isSecretValue(v) && !redirectsTraffic(name) {
+		if v, ok := os.LookupEnv(name); ok && !replay.IsSecretValue(v) && !replay.RedirectsTraffic(name) {
 			env = append(env, name+"="+v)
 		}
 	}

@@ -1,4 +1,4 @@
-package replay
+package resume
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
 	toolrun "github.com/pvisor/pvisor/run"
@@ -73,7 +74,7 @@ func (r *sessionRun) expandPrompt(ctx context.Context, ws string) (string, error
 	r.res.Metadata["prompt"] = meta
 	text, ok := r.tmpl.Text()
 	if !ok {
-		iso := toolrun.Isolation{Enabled: os.Geteuid() == 0, DataLimit: DefaultToolDataLimit}
+		iso := toolrun.Isolation{Enabled: os.Geteuid() == 0, DataLimit: replay.DefaultToolDataLimit}
 		if iso.Enabled && iso.Probe() != nil {
 			iso = toolrun.Isolation{}
 		}

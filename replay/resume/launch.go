@@ -1,4 +1,4 @@
-package replay
+package resume
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/bridge"
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/agentproc"
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/launch"
@@ -53,7 +54,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		logs[name] = f
 	}
 	activity := &atomic.Int64{}
-	srv, err := bridge.Start(bridge.Options{Upstream: activeUpstream{in.up, activity}, Conversation: bridge.Passthrough,
+	srv, err := bridge.Start(bridge.Options{Upstream: replay.ActiveUpstream(in.up, activity), Conversation: bridge.Passthrough,
 		Logger: slog.New(slog.NewJSONHandler(logs["bridge"+suffix], nil))})
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "%v", err)
@@ -65,7 +66,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	}
 	backup := filepath.Join(in.root, capture.RecoveryDir, fmt.Sprintf("config-%s-%d", r.req.RunID, at.n))
 	call := resumeCall{Fork: at.mode == ModeFork, SID: at.sid, Home: in.home, Root: in.root, Main: in.main,
-		Prompt: at.text, Bridge: BridgeAddr{URL: srv.URL(), Token: srv.Token()}, Args: r.req.AgentArgs,
+		Prompt: at.text, Bridge: launch.BridgeAddr{URL: srv.URL(), Token: srv.Token()}, Args: r.req.AgentArgs,
 		Backup: backup, Entry: entry, Env: r.baseEnv(), Cwd: in.cwd, StateRoot: filepath.Dir(r.stateDir), Meta: r.meta}
 	if v := r.res.Agent.Version; v != nil {
 		call.Version = *v
@@ -85,7 +86,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	env := append(append(r.baseEnv(), "TMPDIR="+tmp, "BUN_TMPDIR="+tmp, "HOME="+in.home), cmd.Env...)
 	idle := r.req.IdleTimeout
 	if idle <= 0 {
-		idle = DefaultIdleTimeout
+		idle = replay.DefaultIdleTimeout
 	}
 	watcher, err := prompt.NewWatcher(r.req.Completion, nil)
 	if err != nil {
@@ -133,7 +134,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	case waitErr != nil:
 		return "", "", fail(result.InternalError, "waiting for %s: %v", bin, waitErr)
 	case stats.Forwarded == 0 && stats.FirstUnauthorized != nil:
-		return "", "", fail(result.ContinuationError, "%s", tokenRefused(bin, stats, logHint))
+		return "", "", fail(result.ContinuationError, "%s", replay.TokenRefused(bin, stats, logHint))
 	case code != 0 || sig != "":
 		if lf := stats.LastFailure; lf != nil {
 			return "", "", fail(result.ContinuationError, "%s failed after the model upstream answered request %d with %d (%s); %s", bin, lf.Seq, lf.Status, lf.Kind, logHint)

@@ -1,4 +1,4 @@
-package replay
+package resume
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/result"
@@ -22,10 +23,6 @@ const (
 	ModeResume = "resume"
 	ModeFork   = "fork"
 )
-
-// UpstreamFake serves a scripted model inside pvisor (--fake-script): the
-// whole resume runs with no model service, for tests and demos.
-const UpstreamFake = "fake"
 
 // SessionRequest is one pvisor resume or fork.
 type SessionRequest struct {
@@ -105,7 +102,7 @@ type sessionRun struct {
 // fails before anything is written.
 func RunSession(ctx context.Context, req *SessionRequest) *result.Result {
 	if req.RunID == "" {
-		req.RunID = NewRunID()
+		req.RunID = replay.NewRunID()
 	}
 	res := result.New(req.RunID, req.Agent)
 	r := &sessionRun{req: req, res: res, meta: map[string]any{"mode": req.Mode}}
@@ -128,7 +125,7 @@ func RunSession(ctx context.Context, req *SessionRequest) *result.Result {
 
 // Category is the failure category of an error from the engine.
 func Category(err error) string {
-	if f, ok := err.(*Failure); ok {
+	if f, ok := err.(*result.Failure); ok {
 		return f.Category
 	}
 	return capture.Category(err)
@@ -156,7 +153,7 @@ func (r *sessionRun) run(ctx context.Context) error {
 	}
 	r.store, r.spec = store, spec
 	r.res.Agent.Type = store.Agent()
-	if !runIDPattern.MatchString(req.RunID) {
+	if !replay.ValidRunID(req.RunID) {
 		return configErr("--run-id %q: use letters, digits, '-' and '_'", req.RunID)
 	}
 	if err := r.checkOptions(); err != nil {

@@ -1,4 +1,4 @@
-package replay
+package resume
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/result"
 	toolrun "github.com/pvisor/pvisor/run"
@@ -39,11 +40,11 @@ func (r *sessionRun) checkPrefixSource() (*source, error) {
 	}
 	// The boundary and the prefix's tools are checked now, before the
 	// upstream and its keys: a fork after step 9 of a 5-step session says so.
-	mode := ReplayOnly
+	mode := replay.ReplayOnly
 	if req.PrepareOnly {
-		mode = PrepareOnly
+		mode = replay.PrepareOnly
 	}
-	plan, err := BuildPlan(&Request{Agent: r.store.Agent(), Trajectory: abs, AfterStep: req.AfterStep, Mode: mode})
+	plan, err := replay.BuildPlan(&replay.Request{Agent: r.store.Agent(), Trajectory: abs, AfterStep: req.AfterStep, Mode: mode})
 	if err != nil {
 		return nil, err
 	}
@@ -57,12 +58,12 @@ func (r *sessionRun) checkPrefixSource() (*source, error) {
 // and captures it as a bundle: the child, ready to resume.
 func (r *sessionRun) prefixBundle(ctx context.Context, src *source, ws string) (string, error) {
 	agent := r.store.Agent()
-	mode, role := ReplayOnly, RoleReconstructed
+	mode, role := replay.ReplayOnly, replay.RoleReconstructed
 	if r.req.PrepareOnly {
-		mode, role = PrepareOnly, RolePreparedPrefix
+		mode, role = replay.PrepareOnly, replay.RolePreparedPrefix
 	}
 	r.say("replaying steps 1..%d of %s", r.req.AfterStep, filepath.Base(src.trajectory))
-	rep := Run(ctx, &Request{Agent: agent, Trajectory: src.trajectory, AfterStep: r.req.AfterStep, Mode: mode,
+	rep := replay.Run(ctx, &replay.Request{Agent: agent, Trajectory: src.trajectory, AfterStep: r.req.AfterStep, Mode: mode,
 		Workspace: ws, RunID: "prefix", StateRoot: filepath.Join(r.stateDir, "prefix", "state"),
 		OutputRoot: filepath.Join(r.stateDir, "prefix", "output")})
 	r.meta["prefix"] = map[string]any{"mode": mode.String(), "after_step": r.req.AfterStep, "replayed_tool_calls": rep.ReplayedToolCalls,
@@ -82,7 +83,7 @@ func (r *sessionRun) prefixBundle(ctx context.Context, src *source, ws string) (
 		switch a.Role {
 		case role:
 			rebuilt = a.Path
-		case RoleObservationComparison, RoleSummary:
+		case replay.RoleObservationComparison, replay.RoleSummary:
 			// The prefix's drift, beside the fork's result.
 			dst := filepath.Join(r.outputDir, filepath.Base(a.Path))
 			if err := toolrun.CopyRegularFile(a.Path, dst); err != nil {
