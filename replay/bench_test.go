@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pvisor/pvisor/replay/toolenv"
 )
 
 // BenchmarkReplayedCallOverhead measures what pvisor adds per re-run call:
@@ -53,8 +55,8 @@ func BenchmarkReplayedCallOverhead(b *testing.B) {
 	var cpuPlain, cpuBare, cpuIsolated time.Duration
 	runs := 0
 	replay := func(isolate bool) time.Duration {
-		defer func(old bool) { noIsolation = old }(noIsolation)
-		noIsolation = !isolate
+		defer func(old bool) { toolenv.NoIsolation = old }(toolenv.NoIsolation)
+		toolenv.NoIsolation = !isolate
 		runs++
 		start := time.Now()
 		res := Run(context.Background(), &Request{Agent: "codex", Trajectory: traj, AfterStep: calls, Mode: ReplayOnly,

@@ -113,12 +113,12 @@ func (r *run) expandBoundaryPrompt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	iso, err := r.isolation()
+	iso, err := r.toolsEnv().Isolation()
 	if err != nil {
 		return err
 	}
-	r.setEgressCall(egress.Call{Label: "boundary_user_prompt"})
-	exec, err := prompt.NewExecutor(prompt.ExecOptions{Env: r.toolEnv(), Isolation: iso, TempDir: r.stateDir})
+	r.toolsEnv().SetCall(egress.Call{Label: "boundary_user_prompt"})
+	exec, err := prompt.NewExecutor(prompt.ExecOptions{Env: r.toolsEnv().Vars(), Isolation: iso, TempDir: r.stateDir})
 	if err != nil {
 		return fail(result.ExecutorError, "%s: %v", flagBoundaryPromptFile, err)
 	}

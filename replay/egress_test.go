@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
 	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/run/egress"
@@ -148,7 +149,7 @@ func TestEgressAllowlist(t *testing.T) {
 	requireEgress(t)
 	allowed := egressServer(t, "127.0.0.1:0")
 	other := egressServer(t, "127.0.0.2:0")
-	res, out := runEgress(t, OverlaynetConfig{Mode: NetProxy, Policy: egress.PolicyAllowlist, Allow: []string{allowed}},
+	res, out := runEgress(t, OverlaynetConfig{Mode: toolenv.NetProxy, Policy: egress.PolicyAllowlist, Allow: []string{allowed}},
 		"curl -s -m 10 http://"+allowed+"/page",
 		"curl -s -m 10 -o /dev/null -w '%{http_code}' http://"+other+"/page",
 		"curl -s -m 3 --noproxy '*' http://"+allowed+"/page || echo direct-refused")
@@ -159,7 +160,7 @@ func TestEgressAllowlist(t *testing.T) {
 		}
 	}
 	o := overlaynetOf(t, res)
-	if o.Mode != NetProxy || o.ModeApplied != NetProxy || o.Policy != egress.PolicyAllowlist {
+	if o.Mode != toolenv.NetProxy || o.ModeApplied != toolenv.NetProxy || o.Policy != egress.PolicyAllowlist {
 		t.Errorf("overlaynet: %+v", o)
 	}
 	if o.Summary.Attempts != 2 || o.Summary.Allowed != 1 || o.Summary.Denied != 1 || len(o.Attempts) != 2 {
@@ -197,7 +198,7 @@ func TestEgressDenyAndPublic(t *testing.T) {
 	srv := egressServer(t, "127.0.0.1:0")
 	for _, policy := range []string{egress.PolicyDeny, egress.PolicyPublic} {
 		t.Run(policy, func(t *testing.T) {
-			res, out := runEgress(t, OverlaynetConfig{Mode: NetProxy, Policy: policy},
+			res, out := runEgress(t, OverlaynetConfig{Mode: toolenv.NetProxy, Policy: policy},
 				"curl -s -m 10 -o /dev/null -w '%{http_code}' http://"+srv+"/")
 			if d := freshOutputs(t, out)[0]; !strings.Contains(d, "+403") {
 				t.Errorf("fresh output:\n%s", d)
@@ -237,10 +238,10 @@ func TestOverlaynetValidation(t *testing.T) {
 			t.Errorf("%+v: got %v, want %q", tc.o, err, tc.want)
 		}
 	}
-	if m, p := (OverlaynetConfig{Policy: "deny"}).effective(); m != NetAuto || p != "deny" {
+	if m, p := (OverlaynetConfig{Policy: "deny"}).Effective(); m != toolenv.NetAuto || p != "deny" {
 		t.Errorf("a policy alone: mode %s policy %s, want auto", m, p)
 	}
-	if m, p := (OverlaynetConfig{Mode: "proxy"}).effective(); m != NetProxy || p != "public" {
+	if m, p := (OverlaynetConfig{Mode: "proxy"}).Effective(); m != toolenv.NetProxy || p != "public" {
 		t.Errorf("proxy alone: policy %s %s, want public", m, p)
 	}
 }
@@ -282,7 +283,7 @@ func TestEgressInOverlay(t *testing.T) {
 	req := &Request{Agent: "codex", Trajectory: codexRollout(t, dir, "curl -s -m 10 http://"+srv+"/"), AfterStep: 1, Mode: ReplayOnly,
 		RunID: "ov", StateRoot: filepath.Join(dir, "state"), OutputRoot: filepath.Join(dir, "out"),
 		Overlay:    OverlayConfig{Path: ws, Commit: "drop"},
-		Overlaynet: OverlaynetConfig{Mode: NetProxy, Policy: egress.PolicyAllowlist, Allow: []string{srv}}}
+		Overlaynet: OverlaynetConfig{Mode: toolenv.NetProxy, Policy: egress.PolicyAllowlist, Allow: []string{srv}}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res := Run(ctx, req)
@@ -306,9 +307,9 @@ func TestEgressInOverlay(t *testing.T) {
 // auto with policy public runs on the host network and says so; a policy
 // that would need enforcing is refused, never silently not applied.
 func TestEgressAutoWithoutNamespaces(t *testing.T) {
-	saved := noIsolation
-	noIsolation = true
-	defer func() { noIsolation = saved }()
+	saved := toolenv.NoIsolation
+	toolenv.NoIsolation = true
+	defer func() { toolenv.NoIsolation = saved }()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	if err := os.Mkdir(ws, 0o755); err != nil {
@@ -319,9 +320,9 @@ func TestEgressAutoWithoutNamespaces(t *testing.T) {
 		net     OverlaynetConfig
 		failure string
 	}{
-		{OverlaynetConfig{Mode: NetAuto}, ""},
-		{OverlaynetConfig{Mode: NetAuto, Policy: egress.PolicyDeny}, "enforce"}, // not root: refused by Validate
-		{OverlaynetConfig{Mode: NetProxy}, "--overlaynet proxy"},
+		{OverlaynetConfig{Mode: toolenv.NetAuto}, ""},
+		{OverlaynetConfig{Mode: toolenv.NetAuto, Policy: egress.PolicyDeny}, "enforce"}, // not root: refused by Validate
+		{OverlaynetConfig{Mode: toolenv.NetProxy}, "--overlaynet proxy"},
 	} {
 		req := &Request{Agent: "codex", Trajectory: traj, AfterStep: 1, Mode: ReplayOnly, Workspace: ws,
 			RunID: fmt.Sprintf("a%d", i), StateRoot: filepath.Join(dir, "state"), OutputRoot: filepath.Join(dir, "out"), Overlaynet: tc.net}
@@ -335,7 +336,7 @@ func TestEgressAutoWithoutNamespaces(t *testing.T) {
 		if res.Failure != nil {
 			t.Fatalf("%+v: %+v", tc.net, res.Failure)
 		}
-		if o := overlaynetOf(t, res); o.Mode != NetAuto || o.ModeApplied != NetOff {
+		if o := overlaynetOf(t, res); o.Mode != toolenv.NetAuto || o.ModeApplied != toolenv.NetOff {
 			t.Errorf("auto without namespaces: %+v", o)
 		}
 		if m, _ := res.Metadata["overlaynet"].(map[string]any); !strings.HasPrefix(fmt.Sprint(m["reason"]), "auto: ") {

@@ -14,8 +14,8 @@ import (
 
 	"github.com/pvisor/pvisor/bridge/recorded"
 	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
-	"github.com/pvisor/pvisor/run/egress"
 )
 
 func configErr(format string, args ...any) *Failure {
@@ -56,10 +56,8 @@ type run struct {
 	// cliPath is put first on the agent CLI's PATH: a node of the CLI's own
 	// (checkAgentCLI); "" for none.
 	cliPath string
-	// egress is the tools' egress proxy under --overlaynet proxy/auto
-	// (egress.go); egressDone once its summary is on the result.
-	egress     *egress.Proxy
-	egressDone bool
+	// tools is what replayed tools run in (toolenv), made on first use.
+	tools *toolenv.Tools
 }
 
 // Run executes a request and returns its result; it never returns nil. The
@@ -78,7 +76,7 @@ func Run(ctx context.Context, req *Request) *result.Result {
 	if err != nil {
 		r.finishFailure(err)
 	}
-	r.finishEgress()
+	r.finishTools()
 	if r.journal != nil {
 		r.journal.Close()
 	}
@@ -294,7 +292,7 @@ func finishedSinceStart(journal string) int {
 // writeOutputs copies the journal and writes result.json; failures here are
 // reported on the result but cannot change its category any more.
 func (r *run) writeOutputs() {
-	r.finishEgress()
+	r.finishTools()
 	if r.journal != nil {
 		dst := filepath.Join(r.outputDir, result.JournalFile)
 		if err := r.journal.CopyTo(dst); err == nil {
@@ -309,5 +307,30 @@ func (r *run) writeOutputs() {
 	}
 	if err := result.WriteJSON(filepath.Join(r.outputDir, "result.json"), r.res); err != nil {
 		r.res.Metadata["result_write_error"] = fmt.Sprint(err)
+	}
+}
+
+// toolsEnv is the run's tool environment, made on first use (the request
+// is validated by then).
+func (r *run) toolsEnv() *toolenv.Tools {
+	if r.tools == nil {
+		var warn func(string)
+		if r.progress != nil {
+			warn = r.warn
+		}
+		meta := map[string]any{} // what a run without a result yet records nowhere
+		if r.res != nil {
+			meta = r.res.Metadata
+		}
+		r.tools = toolenv.New(toolenv.Config{Overlaynet: r.req.Overlaynet, InheritEnv: r.req.Run.InheritEnv, PassEnv: r.req.Run.PassEnv},
+			meta, warn)
+	}
+	return r.tools
+}
+
+// finishTools puts the egress proxy's summary and journal on the result.
+func (r *run) finishTools() {
+	if r.tools != nil {
+		r.tools.Finish(r.outputDir)
 	}
 }

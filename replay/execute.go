@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
 	toolrun "github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
@@ -48,7 +49,7 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return fail(result.WorkspaceError, "logs: %v", err)
 	}
-	iso, err := r.isolation()
+	iso, err := r.toolsEnv().Isolation()
 	if err != nil {
 		return err
 	}
@@ -61,7 +62,7 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	}
 	sess, err := rp.NewToolSession(trajectory.ToolEnv{
 		Workspace: workspace, OriginalCwd: p.Trajectory.Cwd, Version: p.Trajectory.Version, ContinuingVersion: continuing,
-		Env: r.toolEnv(), LogDir: logDir, Isolation: iso, Trajectory: p.Trajectory,
+		Env: r.toolsEnv().Vars(), LogDir: logDir, Isolation: iso, Trajectory: p.Trajectory,
 	})
 	if err != nil {
 		return fail(result.ExecutorError, "starting the %s tool session: %v", p.Format.Agent(), err)
@@ -163,7 +164,7 @@ func (r *run) executeCall(ctx context.Context, sess trajectory.ToolSession, step
 	if err := r.journal.Append(result.EventToolStarted, map[string]any{"batch": step, "call_id": c.ID, "tool": c.Name}); err != nil {
 		return trajectory.Fresh{}, journalErr(err)
 	}
-	r.setEgressCall(egressCallOf(step, c.ID, c.Name))
+	r.toolsEnv().SetCall(toolenv.CallOf(step, c.ID, c.Name))
 	callCtx := ctx
 	if ms := r.req.Run.TimeoutMS; ms > 0 {
 		var cancel context.CancelFunc

@@ -56,7 +56,7 @@ func (r *run) degrade(reason string) {
 // that could point it at a model or a proxy other than the bridge.
 func (r *run) baseEnv() []string {
 	var env []string
-	for _, kv := range r.toolEnv() {
+	for _, kv := range r.toolsEnv().Vars() {
 		name, _, _ := strings.Cut(kv, "=")
 		if !RedirectsTraffic(name) {
 			env = append(env, kv)

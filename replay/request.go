@@ -10,6 +10,7 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/agents"
@@ -156,20 +157,8 @@ type OverlayConfig struct {
 	Commit  string
 }
 
-// OverlaynetConfig is the [overlaynet] table, with pVisor's names (see
-// egress.go for what each applies).
-type OverlaynetConfig struct {
-	// Mode: "off" (default; tools share the host network), "proxy" (a
-	// network namespace per call whose only way out is pvisor's egress
-	// proxy), "auto" (proxy where namespaces can be made; otherwise off,
-	// allowed only with policy public) or pvisor's own "deny" (only the
-	// namespace's loopback, no proxy).
-	Mode string
-	// Policy of the proxy: public (default), deny or allowlist.
-	Policy string
-	// Allow holds the allowlist's host[:port] patterns (egress.ParsePattern).
-	Allow []string `json:",omitempty"`
-}
+// OverlaynetConfig is [overlaynet]: how replayed tools reach the network.
+type OverlaynetConfig = toolenv.Overlaynet
 
 // Default roots, as the existing sandbox-playback tooling uses them.
 const (
@@ -207,7 +196,7 @@ func (r *Request) Validate() error {
 	if err := r.Run.checkRunOptions(); err != nil {
 		return err
 	}
-	if err := r.Overlaynet.check(); err != nil {
+	if err := r.Overlaynet.Check(); err != nil {
 		return err
 	}
 	if err := r.checkVerify(); err != nil {

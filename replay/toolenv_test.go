@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pvisor/pvisor/replay/agentcli"
+	"github.com/pvisor/pvisor/replay/toolenv"
 	toolrun "github.com/pvisor/pvisor/run"
 )
 
@@ -34,7 +35,7 @@ func TestToolEnvDropsCredentials(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	r := &run{req: &Request{Run: RunConfig{InheritEnv: true, PassEnv: []string{"EXPLICIT_TOKEN"}}}}
-	env := r.toolEnv()
+	env := r.toolsEnv().Vars()
 	for name, want := range map[string]bool{
 		"AZURE_OPENAI_KEY": false, "OPENROUTER_KEY": false, "GITHUB_PAT": false, "MY_PASSWORD": false,
 		"GCP_CREDENTIALS": false, "DATABASE_URL": false, "UPLOAD_HELPER": false,
@@ -84,9 +85,9 @@ func TestToolMemoryLimitKillsTool(t *testing.T) {
 	} else {
 		cg.Close()
 	}
-	old := toolMemoryLimit
-	toolMemoryLimit = 64 << 20
-	t.Cleanup(func() { toolMemoryLimit = old })
+	old := toolenv.MemoryLimit
+	toolenv.MemoryLimit = 64 << 20
+	t.Cleanup(func() { toolenv.MemoryLimit = old })
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	os.Mkdir(ws, 0o755)

@@ -96,7 +96,7 @@ func (r *run) runVerify(ctx context.Context) Verification {
 	// The tools' isolation is recorded on the result already; keep that
 	// record as it was whatever this call finds.
 	prev, had := r.res.Metadata["tool_isolation"]
-	iso, err := r.isolation()
+	iso, err := r.toolsEnv().Isolation()
 	if had {
 		r.res.Metadata["tool_isolation"] = prev
 	}
@@ -110,7 +110,7 @@ func (r *run) runVerify(ctx context.Context) Verification {
 	if r.stateDir != "" {
 		tmp = r.stateDir
 	}
-	runner, err := toolrun.NewRunner(toolrun.Options{Env: r.toolEnv(), Isolation: iso, MaxOutput: verifyOutputKept, TempDir: tmp})
+	runner, err := toolrun.NewRunner(toolrun.Options{Env: r.toolsEnv().Vars(), Isolation: iso, MaxOutput: verifyOutputKept, TempDir: tmp})
 	if err != nil {
 		return bad(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
@@ -202,7 +203,7 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	fs.StringArrayVar(&req.Overlay.Compose, "overlayfs-compose", nil, "extra read-only lower `dir` (repeatable)")
 	fs.StringVar(&req.Overlay.Commit, "overlayfs-commit", "", "what to do with overlay changes: manual, apply or drop")
 	fs.StringVar(&req.Overlaynet.Mode, "overlaynet", "", "tools' network: `mode` auto, off or proxy (alone: proxy; pVisor's), or deny (only their own loopback); see Egress policy")
-	fs.Lookup("overlaynet").NoOptDefVal = replay.NetProxy
+	fs.Lookup("overlaynet").NoOptDefVal = toolenv.NetProxy
 	fs.StringVar(&req.Overlaynet.Policy, "overlaynet-policy", "", "egress proxy `policy`: public (default; public addresses, recorded), deny, or allowlist")
 	fs.StringArrayVar(&req.Overlaynet.Allow, "overlaynet-allow", nil, "allowlist `pattern` host[:port], *.suffix, IP or CIDR (repeatable; needs --overlaynet-policy allowlist)")
 	quiet := fs.BoolP("quiet", "q", false, "no progress lines and no summary on stderr (by default: one live line on a terminal, plain lines otherwise)")

@@ -12,6 +12,7 @@ import (
 	"github.com/pvisor/pvisor/replay/agentcli"
 	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/launch"
+	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/run/userfile"
 )
@@ -139,7 +140,7 @@ func (r *sessionRun) baseEnv() []string { return agentcli.WithPathFirst(sessionB
 func sessionBaseEnv() []string {
 	var env []string
 	for _, name := range []string{"PATH", "USER", "LANG", "LC_ALL", "TERM", "TZ", "SHELL"} {
-		if v, ok := os.LookupEnv(name); ok && !replay.IsSecretValue(v) && !replay.RedirectsTraffic(name) {
+		if v, ok := os.LookupEnv(name); ok && !toolenv.IsSecretValue(v) && !replay.RedirectsTraffic(name) {
 			env = append(env, name+"="+v)
 		}
 	}

@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/prompt"
+	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
 	toolrun "github.com/pvisor/pvisor/run"
 )
@@ -74,7 +74,7 @@ func (r *sessionRun) expandPrompt(ctx context.Context, ws string) (string, error
 	r.res.Metadata["prompt"] = meta
 	text, ok := r.tmpl.Text()
 	if !ok {
-		iso := toolrun.Isolation{Enabled: os.Geteuid() == 0, DataLimit: replay.DefaultToolDataLimit}
+		iso := toolrun.Isolation{Enabled: os.Geteuid() == 0, DataLimit: toolenv.DefaultToolDataLimit}
 		if iso.Enabled && iso.Probe() != nil {
 			iso = toolrun.Isolation{}
 		}

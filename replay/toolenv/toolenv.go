@@ -1,4 +1,9 @@
-package replay
+// Package toolenv is what replayed tools run in: their isolation (PID and
+// mount namespaces, limits, the network as [overlaynet] asks, through
+// pvisor's egress proxy), and their environment (credentials left out).
+// The engine makes one Tools per run; what applied goes into the run's
+// result metadata (tool_isolation, overlaynet).
+package toolenv
 
 import (
 	"fmt"
@@ -9,6 +14,7 @@ import (
 	"github.com/pvisor/pvisor/overlay"
 	"github.com/pvisor/pvisor/result"
 	toolrun "github.com/pvisor/pvisor/run"
+	"github.com/pvisor/pvisor/run/egress"
 )
 
 // DefaultToolDataLimit bounds each replayed tool process's data segment
@@ -17,17 +23,41 @@ import (
 // count against it.
 const DefaultToolDataLimit = 8 << 30
 
-// noIsolation turns isolation off, for a benchmark that measures the
+// NoIsolation turns isolation off, for a benchmark that measures the
 // engine without it.
-var noIsolation bool
+var NoIsolation bool
 
-// isolation is how replayed tools are kept from pvisor, also recorded on
+// Config is what of a run's request decides its tools' environment.
+type Config struct {
+	Overlaynet Overlaynet
+	// InheritEnv passes this process's environment minus credentials
+	// (--inherit-env); PassEnv names variables passed as they are.
+	InheritEnv bool
+	PassEnv    []string
+}
+
+// Tools is one run's tool environment. meta is the run's result metadata;
+// warn, when set, gets progress warnings.
+type Tools struct {
+	cfg   Config
+	meta  map[string]any
+	warn  func(string)
+	proxy *egress.Proxy // under --overlaynet proxy/auto, made on first use
+	done  bool          // the proxy's summary is on the result
+}
+
+// New is the tool environment of a run with cfg.
+func New(cfg Config, meta map[string]any, warn func(string)) *Tools {
+	return &Tools{cfg: cfg, meta: meta, warn: warn}
+}
+
+// Isolation is how replayed tools are kept from pvisor, also recorded on
 // the result. It needs root (namespaces, mounting /proc) and a system that
 // allows namespaces; without them tools run as before and the result says
 // so, unless [overlaynet] mode = "deny" asked for what cannot be given.
-func (r *run) isolation() (toolrun.Isolation, error) {
-	netMode, netPolicy := r.req.Overlaynet.effective()
-	iso := toolrun.Isolation{Enabled: os.Geteuid() == 0 && !noIsolation, DataLimit: DefaultToolDataLimit, NoNetwork: netMode == NetDeny}
+func (t *Tools) Isolation() (toolrun.Isolation, error) {
+	netMode, netPolicy := t.cfg.Overlaynet.Effective()
+	iso := toolrun.Isolation{Enabled: os.Geteuid() == 0 && !NoIsolation, DataLimit: DefaultToolDataLimit, NoNetwork: netMode == NetDeny}
 	missing := "pvisor does not run as root: tools share pvisor's PID namespace and /proc (run as root for isolation)"
 	if iso.Enabled {
 		if err := iso.Probe(); err != nil {
@@ -38,7 +68,7 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 	if iso.NoNetwork {
 		meta["network"] = "loopback-only"
 	}
-	r.res.Metadata["tool_isolation"] = meta
+	t.meta["tool_isolation"] = meta
 	if !iso.Enabled {
 		if iso.NoNetwork {
 			return iso, configErr("[overlaynet] mode = \"deny\" cannot be honoured: %s", missing)
@@ -52,9 +82,9 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 		// auto with policy public: nothing to enforce but the recording,
 		// which needs the namespace; the result says it did not apply.
 		if netMode == NetAuto {
-			r.overlaynetMeta(NetOff, "auto: "+missing)
+			t.overlaynetMeta(NetOff, "auto: "+missing)
 		} else {
-			r.overlaynetMeta(NetOff, "")
+			t.overlaynetMeta(NetOff, "")
 		}
 		meta["mechanisms"] = []string{}
 		if _, view, why := overlay.ToolView(); view {
@@ -68,7 +98,7 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 		return toolrun.Isolation{}, nil
 	}
 	if netMode == NetProxy || netMode == NetAuto {
-		p, err := r.egressProxy(netPolicy)
+		p, err := t.egressProxy(netPolicy)
 		if err != nil {
 			return iso, err
 		}
@@ -81,13 +111,13 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 		}
 		iso.Egress = p
 		meta["network"] = "egress-proxy"
-		r.overlaynetMeta(NetProxy, "")
+		t.overlaynetMeta(NetProxy, "")
 	} else if netMode == NetDeny {
-		r.overlaynetMeta(NetDeny, "")
+		t.overlaynetMeta(NetDeny, "")
 	} else {
-		r.overlaynetMeta(NetOff, "")
+		t.overlaynetMeta(NetOff, "")
 	}
-	memory := r.memoryLimit(&iso, meta)
+	memory := t.memoryLimit(&iso, meta)
 	mechs := []string{"pid-namespace", "fresh-proc", "mount-namespace", "no-new-privs", "capabilities-dropped", memory, "group-killed-with-init"}
 	// In an overlay run, writes outside the workspace land in an overlay of
 	// the whole tree, when the kernel let init build one.
@@ -100,19 +130,19 @@ func (r *run) isolation() (toolrun.Isolation, error) {
 	return iso, nil
 }
 
-// toolMemoryLimit caps the memory of all of a run's tools together when a
+// MemoryLimit caps the memory of all of a run's tools together when a
 // memory cgroup is available (DefaultToolDataLimit per process otherwise).
 // A variable so that tests can make a tool exceed it.
-var toolMemoryLimit uint64 = 8 << 30
+var MemoryLimit uint64 = 8 << 30
 
 // memoryLimit gives iso a per-run memory cgroup (v2, else v1) in place of
 // RLIMIT_DATA when this system has one that works, records which limit
 // applies, and returns its mechanism name. The cgroup is removed by
 // closeMemory at the end of the run.
-func (r *run) memoryLimit(iso *toolrun.Isolation, meta map[string]any) string {
+func (t *Tools) memoryLimit(iso *toolrun.Isolation, meta map[string]any) string {
 	limit := map[string]any{"mechanism": "rlimit-data", "bytes": iso.DataLimit, "scope": "each tool process"}
 	meta["memory_limit"] = limit
-	cg, err := toolrun.NewMemoryCgroup(toolMemoryLimit)
+	cg, err := toolrun.NewMemoryCgroup(MemoryLimit)
 	if err == nil {
 		probe := *iso
 		probe.Memory = cg
@@ -140,16 +170,16 @@ var (
 	secretPrefixes = []string{"sk-", "ghp_", "gho_", "ghs_", "ghu_", "github_pat_", "glpat-", "xoxb-", "xoxp-", "AKIA", "AIza"}
 )
 
-// toolEnv is the environment re-run tools see: with --inherit-env this
+// Vars is the environment re-run tools see: with --inherit-env this
 // process's environment minus credentials, otherwise a small fixed base;
 // --pass-env names are added from this process either way, credentials or
 // not.
-func (r *run) toolEnv() []string {
+func (t *Tools) Vars() []string {
 	var env []string
-	if r.req.Run.InheritEnv {
+	if t.cfg.InheritEnv {
 		for _, kv := range os.Environ() {
 			name, value, _ := strings.Cut(kv, "=")
-			if !isSecretName(name) && !IsSecretValue(value) {
+			if !IsSecretName(name) && !IsSecretValue(value) {
 				env = append(env, kv)
 			}
 		}
@@ -160,7 +190,7 @@ func (r *run) toolEnv() []string {
 			}
 		}
 	}
-	for _, name := range r.req.Run.PassEnv {
+	for _, name := range t.cfg.PassEnv {
 		if v, ok := os.LookupEnv(name); ok {
 			env = append(env, fmt.Sprintf("%s=%s", name, v))
 		}
@@ -168,7 +198,8 @@ func (r *run) toolEnv() []string {
 	return env
 }
 
-func isSecretName(name string) bool {
+// IsSecretName: a variable name that holds a credential.
+func IsSecretName(name string) bool {
 	up := strings.ToUpper(name)
 	for _, m := range secretMarkers {
 		if strings.Contains(up, m) {
@@ -202,4 +233,12 @@ func IsSecretValue(v string) bool {
 		}
 	}
 	return false
+}
+
+func configErr(format string, args ...any) *result.Failure {
+	return result.Fail(result.ConfigurationError, format, args...)
+}
+
+func fail(category, format string, args ...any) *result.Failure {
+	return result.Fail(category, format, args...)
 }
