@@ -252,7 +252,7 @@ func TestRunOptions(t *testing.T) {
 	dir := t.TempDir()
 	req := &Request{Agent: "codex", Trajectory: codexRollout(t, dir, "true"), AfterStep: 1, Mode: PrepareOnly,
 		RunID: "o", StateRoot: filepath.Join(dir, "state"), OutputRoot: filepath.Join(dir, "out"),
-		Run: RunConfig{Executor: ExecutorHost, Policy: PolicyObserve}}
+		Run: RunConfig{Executor: toolenv.ExecutorHost, Policy: toolenv.PolicyObserve}}
 	res := Run(context.Background(), req)
 	if res.Failure != nil {
 		t.Fatalf("failure: %+v", res.Failure)
@@ -261,7 +261,7 @@ func TestRunOptions(t *testing.T) {
 	if m["executor"] != "host" || m["policy"] != "observe" || m["policy_records"] != "writes_outside_workspace" {
 		t.Errorf("run_options %v", m)
 	}
-	for _, rc := range []RunConfig{{Executor: "container"}, {Executor: "vm"}, {Policy: PolicyEnforce}, {Safe: true}} {
+	for _, rc := range []RunConfig{{Executor: "container"}, {Executor: "vm"}, {Policy: toolenv.PolicyEnforce}, {Safe: true}} {
 		req := &Request{Agent: "codex", Trajectory: "t.jsonl", AfterStep: 1, Run: rc}
 		if err := req.Validate(); err == nil || !strings.Contains(err.Error(), "not built") {
 			t.Errorf("%+v: %v", rc, err)

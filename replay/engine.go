@@ -71,7 +71,9 @@ func Run(ctx context.Context, req *Request) *result.Result {
 	r.res.Agent.DisallowedTools = append(r.res.Agent.DisallowedTools, req.DisallowedTools...)
 	r.res.AfterStep = req.AfterStep
 	r.res.Metadata["boundary_user_prompt"] = r.boundaryPromptMetadata()
-	r.runOptionsMeta()
+	if m := toolenv.RunOptionsMeta(r.req.Run.Executor, r.req.Run.Policy); m != nil {
+		r.res.Metadata["run_options"] = m
+	}
 	err := r.execute(ctx)
 	if err != nil {
 		r.finishFailure(err)

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"context"
+	"fmt"
 	"strings"
 
 	"github.com/pvisor/pvisor/replay/agentcli"
@@ -81,3 +83,14 @@ func envValue(env []string, name string) string { return launch.EnvValue(env, na
 
 // setString is launch.SetString for the collectors still in this package.
 func setString(line []byte, path, value string) []byte { return launch.SetString(line, path, value) }
+
+// ProbeAgentVersion asks entry which release of agent's CLI it is, the way
+// a continuation does; see agentcli.Probe. It is for choosing among
+// recordings (the doctor, batch checks); the run itself probes again.
+func ProbeAgentVersion(ctx context.Context, agent, entry, dir string, offline bool) (string, error) {
+	l, ok := launcherOf(agent)
+	if !ok {
+		return "", fmt.Errorf("pvisor does not continue %s", agent)
+	}
+	return agentcli.Probe(ctx, l, agent, entry, dir, offline)
+}

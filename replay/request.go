@@ -193,7 +193,7 @@ func (r *Request) Validate() error {
 	if err := r.checkBoundaryPrompt(); err != nil {
 		return err
 	}
-	if err := r.Run.checkRunOptions(); err != nil {
+	if err := toolenv.CheckRunOptions(r.Run.Executor, r.Run.Policy, r.Run.Safe); err != nil {
 		return err
 	}
 	if err := r.Overlaynet.Check(); err != nil {

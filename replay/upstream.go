@@ -12,6 +12,7 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/recorded"
 	"github.com/pvisor/pvisor/bridge/translate"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -205,4 +206,24 @@ func (r *run) routerHeaders() http.Header {
 	h := http.Header{}
 	h.Set(RouterSessionHeader, r.sessionID())
 	return h
+}
+
+// disableThinking maps --disable-thinking for agent continuing through an
+// upstream speaking proto ("" for the recorded upstream, which has no model
+// to tell), as pVisor maps it (reference pvisor.md §5.1); the agent's
+// launcher knows its mapping. An error is a combination pVisor does not
+// define.
+func (r *run) disableThinking(agent string, proto bridge.Protocol) (launch.ThinkingOff, error) {
+	if !r.req.DisableThinking {
+		return launch.ThinkingOff{}, nil
+	}
+	if proto == "" {
+		return launch.ThinkingOff{Effect: "none: the recorded upstream has no model"}, nil
+	}
+	if l, ok := launcherOf(agent); ok {
+		if d, ok := l.(launch.ThinkingDisabler); ok {
+			return d.DisableThinking(proto, r.req.AgentArgs)
+		}
+	}
+	return launch.ThinkingOff{Effect: "none: pVisor maps --disable-thinking to nothing for " + agent}, nil
 }

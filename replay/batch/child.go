@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pvisor/pvisor/replay"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -47,7 +48,7 @@ func (c Child) Exec(ctx context.Context, req *replay.Request, log io.Writer) ([]
 	if err != nil {
 		return nil, err
 	}
-	out := &replay.CappedBuffer{Max: maxResultLine}
+	out := &launch.CappedBuffer{Max: maxResultLine}
 	cmd := exec.Command(c.Path, ChildCommand)
 	// argv[0] "pvisor" lets a multi-command test binary dispatch to pvisor.
 	cmd.Args[0] = "pvisor"

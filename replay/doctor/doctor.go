@@ -23,6 +23,7 @@ import (
 
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/agentcli"
+	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/replay/tested"
 	"github.com/pvisor/pvisor/result"
 	toolrun "github.com/pvisor/pvisor/run"
@@ -239,7 +240,7 @@ func runCheck(ctx context.Context, o Options, agent, entry string, row *Row) (*r
 		row.Network = "host (not root: no network namespace)"
 	}
 	var stdout bytes.Buffer
-	stderr := &replay.CappedBuffer{Max: 64 << 10}
+	stderr := &launch.CappedBuffer{Max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = &stdout, stderr
 	cmd.WaitDelay = 5 * time.Second
 	runErr := cmd.Run()
