@@ -110,7 +110,7 @@ func TestPromptFileCommandFails(t *testing.T) {
 	if res.AgentStatus != result.AgentNotStarted {
 		t.Errorf("agent status %s", res.AgentStatus)
 	}
-	if slices.Contains(readEvents(t, f.out("replay-events.jsonl")), eventContinuationStarted) {
+	if slices.Contains(readEvents(t, f.out("replay-events.jsonl")), result.EventContinuationStarted) {
 		t.Error("the agent started despite the failed expansion")
 	}
 	if exps, _ := promptMeta(res)["expansions"].([]prompt.Expansion); len(exps) != 1 || exps[0].ExitCode != 7 {

@@ -23,12 +23,6 @@ import (
 // exchanges a byte with the model for this long.
 const DefaultIdleTimeout = 10 * time.Minute
 
-// Journal events of the continuation.
-const (
-	eventContinuationStarted  = "continuation_started"
-	eventContinuationFinished = "continuation_finished"
-)
-
 // promptPosition is where the boundary prompt goes: right after O′N, where
 // the transport nonce sat.
 const promptPosition = "after_boundary_observation"
@@ -207,7 +201,7 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 	}
 	activity := &atomic.Int64{}
 	conv := staged.Conversation()
-	srv, err := bridge.Start(bridge.Options{Upstream: activeUpstream{cs.upstream, activity}, Conversation: r.progress.conversation(conv),
+	srv, err := bridge.Start(bridge.Options{Upstream: activeUpstream{cs.upstream, activity}, Conversation: r.progress.Conversation(conv),
 		Logger: slog.New(slog.NewJSONHandler(logs["bridge.log"], nil))})
 	if err != nil {
 		return nil, fail(result.ContinuationError, "%v", err)
@@ -225,7 +219,7 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 		return nil, fail(result.WorkspaceError, "agent temp dir: %v", err)
 	}
 	env := append(append(r.baseEnv(), "TMPDIR="+tmp, "BUN_TMPDIR="+tmp), cmd.Env...)
-	if err := r.journal.Append(eventContinuationStarted, map[string]any{
+	if err := r.journal.Append(result.EventContinuationStarted, map[string]any{
 		"agent": agent, "version": *r.res.Agent.Version, "entrypoint": *r.res.Agent.Entrypoint,
 		"upstream": cs.upMeta["kind"], "max_live_steps": cs.budget,
 		"boundary_user_prompt_requested": r.promptRequested(),

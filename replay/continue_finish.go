@@ -9,6 +9,7 @@ import (
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/bridge/envelope"
 	"github.com/pvisor/pvisor/replay/agentproc"
+	"github.com/pvisor/pvisor/replay/outcome"
 	"github.com/pvisor/pvisor/replay/relocate"
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory"
@@ -49,7 +50,7 @@ func (r *run) finishContinuation(ct *continuation) error {
 		}
 	}
 	if continued != nil {
-		r.res.ContinuedSteps = liveActions(continued, r.req.AfterStep)
+		r.res.ContinuedSteps = outcome.LiveActions(continued, r.req.AfterStep)
 		if err := r.compareNextAction(continued, ct.report.PromptInjected > 0); err != nil {
 			return err
 		}
@@ -69,7 +70,7 @@ func (r *run) finishContinuation(ct *continuation) error {
 	r.res.AgentStatus = status
 	// pVisor's payload (return_code, continued_steps,
 	// boundary_user_prompt_injected), then ours.
-	if err := r.journal.Append(eventContinuationFinished, map[string]any{
+	if err := r.journal.Append(result.EventContinuationFinished, map[string]any{
 		"return_code": ct.code, "continued_steps": r.res.ContinuedSteps,
 		"boundary_user_prompt_injected": ct.report.PromptInjected > 0,
 		"agent_status":                  status, "stop_reason": ct.stop.String(),
@@ -157,15 +158,15 @@ func (r *run) writeContinued(session []byte) (*trajectory.Trajectory, error) {
 // compareNextAction writes next-action-comparison.json when both the
 // recording and the continuation have an action after the boundary.
 func (r *run) compareNextAction(continued *trajectory.Trajectory, injected bool) error {
-	orig, repl := actionAfter(r.plan.Trajectory, r.req.AfterStep), actionAfter(continued, r.req.AfterStep)
-	r.res.Metadata["action_agreement"] = agreement(r.plan.Trajectory, continued, r.req.AfterStep, r.cont.c.Paths.Reverse())
+	orig, repl := outcome.ActionAfter(r.plan.Trajectory, r.req.AfterStep), outcome.ActionAfter(continued, r.req.AfterStep)
+	r.res.Metadata["action_agreement"] = outcome.Agreement(r.plan.Trajectory, continued, r.req.AfterStep, r.cont.c.Paths.Reverse())
 	if orig == nil || repl == nil {
 		r.res.Metadata["next_action_comparison"] = map[string]any{"written": false,
 			"original_present": orig != nil, "replayed_present": repl != nil}
 		return nil
 	}
 	back := r.cont.c.Paths.Reverse()
-	cmp := result.CompareNextAction(signature(orig, relocate.Paths{}), signature(repl, back), injected)
+	cmp := result.CompareNextAction(outcome.Signature(orig, relocate.Paths{}), outcome.Signature(repl, back), injected)
 	if back.Active() {
 		r.res.Metadata["next_action_comparison"] = map[string]any{"written": true,
 			"replayed_paths_mapped": map[string]string{"from": back.From, "to": back.To}}

@@ -103,7 +103,7 @@ func TestContinueCompletes(t *testing.T) {
 	}
 	events := readEvents(t, f.out("replay-events.jsonl"))
 	want := []string{"run_started", "plan_validated", "tool_started", "tool_finished",
-		"session_rebuilt", eventContinuationStarted, eventContinuationFinished, "run_finished"}
+		"session_rebuilt", result.EventContinuationStarted, result.EventContinuationFinished, "run_finished"}
 	if d := cmp.Diff(want, events); d != "" {
 		t.Errorf("journal (-want +got):\n%s", d)
 	}

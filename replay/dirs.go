@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/pvisor/pvisor/replay/progress"
 	"github.com/pvisor/pvisor/result"
 )
 
@@ -58,8 +59,8 @@ func (r *run) allocate() error {
 	if r.req.ProgressTo != nil {
 		to = r.req.ProgressTo
 	}
-	r.progress = newProgress(r.req.Progress, to, r.req.AfterStep)
-	j.Observe(r.progress.event)
+	r.progress = progress.New(r.req.Progress, to, r.req.AfterStep)
+	j.Observe(r.progress.Event)
 	r.outputDir = outputDir
 	r.res.OutputDir = &outputDir
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/pvisor/pvisor/bridge/recorded"
+	"github.com/pvisor/pvisor/replay/progress"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
@@ -40,7 +41,7 @@ type run struct {
 	outputDir string
 	journal   *result.Journal
 	plan      *Plan
-	progress  *progress // nil: quiet
+	progress  *progress.Reporter // nil: quiet
 
 	// Set by replayPrefix for the continuation.
 	rebuilt []byte

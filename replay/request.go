@@ -2,6 +2,7 @@ package replay
 
 import (
 	"io"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/launch"
+	"github.com/pvisor/pvisor/replay/progress"
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
@@ -297,3 +299,15 @@ func multiSessionAgents() []string {
 	}
 	return out
 }
+
+// Progress modes (Request.Progress): progress's. The engine reports on
+// stderr, so stdout stays the one result line.
+const (
+	ProgressOff   = progress.Off
+	ProgressLines = progress.Lines
+	ProgressLive  = progress.Live
+)
+
+// ProgressMode is the mode for stderr f: live on a terminal, lines
+// elsewhere, off when quiet.
+func ProgressMode(f *os.File, quiet bool) string { return progress.Mode(f, quiet) }

@@ -39,7 +39,10 @@ const (
 	EventToolFinished   = "tool_finished"
 	EventSessionRebuilt = "session_rebuilt"
 	EventRunFinished    = "run_finished"
-	EventRunFailed      = "run_failed"
+	// The continuation of the agent CLI through the bridge.
+	EventContinuationStarted  = "continuation_started"
+	EventContinuationFinished = "continuation_finished"
+	EventRunFailed            = "run_failed"
 )
 
 // Journal is the append-only, fsync'd record of what a run did, kept in the

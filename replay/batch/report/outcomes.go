@@ -39,7 +39,7 @@ type RunDiff struct {
 }
 
 // Agreement is a run's metadata.action_agreement: how many actions after
-// the boundary followed the recording (see replay.ActionAgreement).
+// the boundary followed the recording (see outcome.ActionAgreement).
 type Agreement struct {
 	RecordedActions  int        `json:"recorded_actions"`
 	ContinuedActions int        `json:"continued_actions"`

@@ -1,4 +1,4 @@
-package replay
+package progress
 
 import (
 	"bytes"
@@ -23,13 +23,13 @@ func (c *fakeConv) Report() envelope.Report { return c.rep }
 // the wrapped conversation are counted; count_tokens calls are not.
 func TestProgressLive(t *testing.T) {
 	var buf bytes.Buffer
-	p := newProgress(ProgressLive, &buf, 3)
-	p.event(result.EventToolStarted, map[string]any{"batch": 1, "tool": "Bash"})
-	conv := p.conversation(&fakeConv{})
+	p := New(Live, &buf, 3)
+	p.Event(result.EventToolStarted, map[string]any{"batch": 1, "tool": "Bash"})
+	conv := p.Conversation(&fakeConv{})
 	conv.Check(context.Background(), &bridge.Request{Route: bridge.RouteMessages})
 	conv.Check(context.Background(), &bridge.Request{Route: bridge.RouteCountTokens})
 	conv.Check(context.Background(), &bridge.Request{Route: bridge.RouteMessages})
-	p.event(result.EventRunFinished, map[string]any{"status": "continued"})
+	p.Event(result.EventRunFinished, map[string]any{"status": "continued"})
 	out := buf.String()
 	if strings.Count(out, "\r\033[K") != 4 || strings.Count(out, "\n") != 1 || !strings.HasSuffix(out, "done: continued\n") {
 		t.Errorf("live output %q", out)
@@ -39,10 +39,10 @@ func TestProgressLive(t *testing.T) {
 			t.Errorf("live output lacks %q: %q", want, out)
 		}
 	}
-	if newProgress(ProgressOff, &buf, 1) != nil || newProgress("", &buf, 1) != nil {
+	if New(Off, &buf, 1) != nil || New("", &buf, 1) != nil {
 		t.Error("quiet modes report")
 	}
-	var quiet *progress
-	quiet.event(result.EventToolStarted, nil) // a nil progress is silent, not a panic
-	quiet.say("x")
+	var quiet *Reporter
+	quiet.Event(result.EventToolStarted, nil) // a nil progress is silent, not a panic
+	quiet.Say("x")
 }

@@ -1,4 +1,4 @@
-package replay
+package outcome
 
 import (
 	"fmt"
@@ -35,20 +35,20 @@ type ActionAgreement struct {
 	ContinuedTools [][]string `json:"continued_tools"`
 }
 
-// agreement compares the live actions after afterStep of the recording
+// Agreement compares the live actions after afterStep of the recording
 // and of the continuation (paths mapped back by back).
-func agreement(orig, cont *trajectory.Trajectory, afterStep int, back relocate.Paths) ActionAgreement {
+func Agreement(orig, cont *trajectory.Trajectory, afterStep int, back relocate.Paths) ActionAgreement {
 	a, b := live(orig, afterStep), live(cont, afterStep)
 	ag := ActionAgreement{RecordedActions: len(a), ContinuedActions: len(b), RecordedTools: [][]string{}, ContinuedTools: [][]string{}}
 	for i := 0; i < AgreementActions && (i < len(a) || i < len(b)); i++ {
 		var sa, sb *result.Action
 		if i < len(a) {
-			s := signature(a[i], relocate.Paths{})
+			s := Signature(a[i], relocate.Paths{})
 			sa = &s
 			ag.RecordedTools = append(ag.RecordedTools, shortNames(names(s)))
 		}
 		if i < len(b) {
-			s := signature(b[i], back)
+			s := Signature(b[i], back)
 			sb = &s
 			ag.ContinuedTools = append(ag.ContinuedTools, shortNames(names(s)))
 		}

@@ -1,4 +1,4 @@
-package replay
+package outcome
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ func TestLiveActions(t *testing.T) {
 	}}
 	tr.NumberSteps()
 	for after, want := range map[int]int{1: 4, 2: 3, 3: 2} {
-		if got := liveActions(tr, after); got != want {
+		if got := LiveActions(tr, after); got != want {
 			t.Errorf("after step %d: %d live actions, want %d", after, got, want)
 		}
 	}

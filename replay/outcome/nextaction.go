@@ -1,4 +1,7 @@
-package replay
+// Package outcome says what a continuation did against the recording: the
+// next action after the boundary (the pVisor comparison), how far the next
+// actions follow the recorded ones, and how many live steps the agent took.
+package outcome
 
 import (
 	"bytes"
@@ -9,10 +12,10 @@ import (
 	"github.com/pvisor/pvisor/trajectory"
 )
 
-// actionAfter returns the model response that follows step afterStep: the
+// ActionAfter returns the model response that follows step afterStep: the
 // recorded A(N+1), or in a continued session the agent's first live action.
 // Text-only responses count; nil when there is none.
-func actionAfter(t *trajectory.Trajectory, afterStep int) *trajectory.Action {
+func ActionAfter(t *trajectory.Trajectory, afterStep int) *trajectory.Action {
 	i := t.ActionIndex(afterStep)
 	if i < 0 || i+1 >= len(t.Actions) {
 		return nil
@@ -20,12 +23,12 @@ func actionAfter(t *trajectory.Trajectory, afterStep int) *trajectory.Action {
 	return &t.Actions[i+1]
 }
 
-// liveActions counts the responses after step afterStep. A response with
+// LiveActions counts the responses after step afterStep. A response with
 // nothing in it (no text, reasoning or call) is no step the model took: it
 // is the record an agent writes for a request that never got an answer
 // (Pi 1.6 stores an empty "aborted" message when it is stopped at the step
 // budget).
-func liveActions(t *trajectory.Trajectory, afterStep int) int {
+func LiveActions(t *trajectory.Trajectory, afterStep int) int {
 	i := t.ActionIndex(afterStep)
 	if i < 0 {
 		return 0
@@ -39,11 +42,11 @@ func liveActions(t *trajectory.Trajectory, afterStep int) int {
 	return n
 }
 
-// signature is the comparable form of an action, with paths mapped by p: a
+// Signature is the comparable form of an action, with paths mapped by p: a
 // continued agent works in the replay's workspace, and its paths are mapped
 // back to the recorded directory so that the same action in another place
 // compares equal.
-func signature(a *trajectory.Action, p relocate.Paths) result.Action {
+func Signature(a *trajectory.Action, p relocate.Paths) result.Action {
 	s := result.Action{Text: p.String(a.Text), Reasoning: p.String(a.Reasoning), Tools: []result.ActionTool{}}
 	for _, c := range a.Calls {
 		args := c.Arguments

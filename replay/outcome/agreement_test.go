@@ -1,4 +1,4 @@
-package replay
+package outcome
 
 import (
 	"encoding/json"
@@ -50,7 +50,7 @@ func TestActionAgreement(t *testing.T) {
 		{"no action", "p|a", "p", 0, 0, one(1), 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ag := agreement(actions(tc.recorded), actions(tc.cont), 1, relocate.Paths{})
+			ag := Agreement(actions(tc.recorded), actions(tc.cont), 1, relocate.Paths{})
 			if ag.ToolsPrefix != tc.tools || ag.ExactPrefix != tc.exact || !cmp.Equal(ag.FirstDivergence, tc.first) ||
 				ag.RecordedActions != tc.recordedN || ag.ContinuedActions != tc.contN {
 				t.Errorf("agreement %+v", ag)
