@@ -160,7 +160,10 @@ PYTEST_VENV    := build/python-test
 python-test: wheel
 	rm -rf $(PYTEST_VENV) && $(PYTHON) -m venv $(PYTEST_VENV)
 	$(PYTEST_VENV)/bin/pip install -q --disable-pip-version-check "pytest==$(PYTEST_VERSION)" dist/pvisor-*.whl
-	cd python/tests && env -u PVISOR_BIN PVISOR_REPO=$(CURDIR) $(CURDIR)/$(PYTEST_VENV)/bin/python -m pytest -p no:cacheprovider -ra .
+	# An empty HOME: the replayed tools' login shells read no developer files
+	# (root's pyenv rehash on the CI image races between shells).
+	rm -rf build/pytest-home && mkdir -p build/pytest-home
+	cd python/tests && env -u PVISOR_BIN HOME=$(CURDIR)/build/pytest-home PVISOR_REPO=$(CURDIR) $(CURDIR)/$(PYTEST_VENV)/bin/python -m pytest -p no:cacheprovider -ra .
 
 clean:
 	rm -rf bin .demo build dist

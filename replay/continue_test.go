@@ -30,7 +30,7 @@ type contFixture struct {
 func newContFixture(t *testing.T, env ...string) *contFixture {
 	t.Helper()
 	dir := t.TempDir()
-	f := &contFixture{dir: dir, ws: filepath.Join(dir, "ws"), traj: clitest.SynthRollout(t, dir)}
+	f := &contFixture{dir: dir, ws: filepath.Join(dir, "ws"), traj: clitest.SynthRollout(t, filepath.Join("..", "trajectory", "codex", "testdata", "stage"), dir)}
 	if err := os.Mkdir(f.ws, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/pvisor/pvisor/overlay"
+	"github.com/pvisor/pvisor/replay/internal/clitest"
 	"github.com/pvisor/pvisor/trajectory"
 )
 
@@ -38,7 +39,14 @@ func TestMain(m *testing.M) {
 			return 0
 		})
 	}
-	os.Exit(m.Run())
+	cleanup, err := clitest.EmptyHome()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	cleanup()
+	os.Exit(code)
 }
 
 func overlayAvailable(t *testing.T) {

@@ -152,7 +152,7 @@ func newResumeFixture(t *testing.T, mode string, replies string, env ...string) 
 			t.Fatal(err)
 		}
 	}
-	clitest.SynthRollout(t, day)
+	clitest.SynthRollout(t, filepath.Join("..", "..", "trajectory", "codex", "testdata", "stage"), day)
 	if err := os.WriteFile(f.script, []byte(replies), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestResumeBadInput(t *testing.T) {
 			if err := os.MkdirAll(day, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			clitest.SynthRollout(t, day)
+			clitest.SynthRollout(t, filepath.Join("..", "..", "trajectory", "codex", "testdata", "stage"), day)
 		}, result.TrajectoryError, "ambiguous"},
 		{"not a bundle", func(t *testing.T, f *resumeFixture) { f.req.SessionID, f.req.SourceHome, f.req.Bundle = "", "", f.home }, result.ConfigurationError, "not a capture bundle"},
 		{"agent without resume", func(t *testing.T, f *resumeFixture) { f.req.Agent = "openhands" }, result.UnsupportedAgent, "cannot be resumed"},
@@ -375,7 +375,7 @@ func TestResumeBadInput(t *testing.T) {
 // unchanged.
 func TestForkAfterStep(t *testing.T) {
 	f := newResumeFixture(t, ModeFork, `{"replies":[],"final":"Branched. <promise>COMPLETE</promise>"}`)
-	traj := clitest.SynthRollout(t, t.TempDir())
+	traj := clitest.SynthRollout(t, filepath.Join("..", "..", "trajectory", "codex", "testdata", "stage"), t.TempDir())
 	before, _ := os.ReadFile(traj)
 	f.req.SessionID, f.req.SourceHome = "", ""
 	f.req.Trajectory, f.req.AfterStep = traj, 1

@@ -57,7 +57,7 @@ func TestForkAfterStepBoundaryFirst(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", "")
 	f := newResumeFixture(t, ModeFork, `{"replies":[]}`)
 	f.req.SessionID, f.req.SourceHome = "", ""
-	f.req.Trajectory, f.req.AfterStep = clitest.SynthRollout(t, t.TempDir()), 9
+	f.req.Trajectory, f.req.AfterStep = clitest.SynthRollout(t, filepath.Join("..", "..", "trajectory", "codex", "testdata", "stage"), t.TempDir()), 9
 	f.req.Upstream, f.req.FakeScript = "openai-responses", ""
 	res := f.run(t)
 	if res.Failure == nil || !strings.Contains(res.Failure.Message, "complete steps") || strings.Contains(res.Failure.Message, "API key") {
@@ -73,7 +73,7 @@ func TestForkAfterStepBoundaryFirst(t *testing.T) {
 func TestForkAfterStepDriftArtifacts(t *testing.T) {
 	f := newResumeFixture(t, ModeFork, `{"replies":[],"final":"Branched. <promise>COMPLETE</promise>"}`)
 	f.req.SessionID, f.req.SourceHome = "", ""
-	f.req.Trajectory, f.req.AfterStep = clitest.SynthRollout(t, t.TempDir()), 1
+	f.req.Trajectory, f.req.AfterStep = clitest.SynthRollout(t, filepath.Join("..", "..", "trajectory", "codex", "testdata", "stage"), t.TempDir()), 1
 	res := f.run(t)
 	if res.Failure != nil {
 		t.Fatalf("failure: %+v", res.Failure)

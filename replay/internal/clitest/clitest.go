@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -63,15 +62,29 @@ func PostResponses(base string, input []string) ([]byte, error) {
 	return out, nil
 }
 
-// SynthRollout copies a small Codex rollout recorded in /rec/ws into dir:
-// three one-call steps, then a final answer. It is the one codex's own
-// staging tests use.
-func SynthRollout(t testing.TB, dir string) string {
+// SynthRollout copies the small Codex rollout codex's own staging tests
+// use (recorded in /rec/ws: three one-call steps, then a final answer)
+// from stage, that package's testdata/stage, into dir.
+func SynthRollout(t testing.TB, stage, dir string) string {
 	t.Helper()
-	_, self, _, _ := runtime.Caller(0)
-	stage := filepath.Join(filepath.Dir(self), "..", "..", "..", "trajectory", "codex", "testdata", "stage")
 	if err := os.CopyFS(dir, os.DirFS(stage)); err != nil {
 		t.Fatal(err)
 	}
 	return filepath.Join(dir, "rollout-2026-11-29T10-00-00-01a20000-0000-7000-8000-000000000001.jsonl")
+}
+
+// EmptyHome points HOME at a new empty directory for the rest of the test
+// binary and returns its cleanup: the agents' login shells and the replayed
+// tools' `bash -lc` then read no developer login files. Root's ~/.bashrc on
+// the CI image runs `pyenv rehash`, and two of those at once race on
+// pyenv's shims directory ("pyenv: cannot rehash … isn't writable" in a
+// replayed observation) or leave its lock behind. The recordings were made
+// with an empty HOME as well.
+func EmptyHome() (func(), error) {
+	home, err := os.MkdirTemp("", "pvisor-test-home-")
+	if err != nil {
+		return nil, err
+	}
+	os.Setenv("HOME", home)
+	return func() { os.RemoveAll(home) }, nil
 }
