@@ -1,6 +1,12 @@
 // Package replay is the engine behind `pvisor replay`: it validates a
 // request, plans the boundary, runs the prefix, rebuilds the native session
-// and continues the agent, reporting everything as a result/v3.
+// and continues the agent, reporting everything as a result/v3. It names no
+// agent: each agent's folder (trajectory/<agent>) implements the contract
+// of replay/launch and trajectory/agents lists them, as database/sql's
+// drivers register. Its parts are packages of their own: the CLI and its
+// release (agentcli), running the CLI (agentproc), the tools' environment
+// and isolation (toolenv), progress lines (progress), what a continuation
+// did (outcome), resume and fork (resume).
 //
 // # Library use
 //
@@ -15,7 +21,8 @@
 //     category when the run failed. [result.ExitCode] maps that failure to
 //     the command's exit code. Run never returns nil: a request that does
 //     not validate is a configuration_error result, just as a bad flag is.
-//   - [RunSession] and [SessionRequest] are `pvisor resume` and `pvisor fork`.
+//   - resume.RunSession and resume.SessionRequest (package replay/resume)
+//     are `pvisor resume` and `pvisor fork`.
 //   - [OpenTrajectory] opens a session file for the decoders in
 //     trajectory/agents, as `pvisor inspect` does.
 //

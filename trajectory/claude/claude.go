@@ -30,6 +30,13 @@
 // cleans the session the CLI wrote (collect.go), resumes and forks captured
 // sessions (resume.go), and checks every request of the continuation on the
 // bridge (envelope.go).
+//
+// Agent is Claude Code as the engine sees it: its launcher stages a rebuilt
+// session and continues it with `claude --print --resume` (launch.go),
+// cleans the session the CLI wrote (collect.go), resumes and forks captured
+// sessions (resume.go), checks every request of the continuation on the
+// bridge (envelope.go), and keeps the session store (session.go) and the
+// doctor's recording (doctor.go).
 package claude
 
 import (

@@ -17,6 +17,10 @@
 //
 // A step is one assistant message with its action(s) and their observation
 // message(s). Locators count messages (0-based indexes into messages).
+//
+// Agent is mini-swe-agent as the engine sees it: its launcher continues a
+// trajectory with pvisor's runner (runner/, run with the python of mini's
+// venv; launch.go) and keeps the doctor's recordings (doctor.go).
 package miniswe
 
 import (

@@ -22,6 +22,13 @@
 // session database (database.go), into which pvisor writes and from which
 // it reads sessions directly where the CLI's import and export would take
 // seconds (store_stage.go, package store).
+//
+// Agent is OpenCode as the engine sees it: its launcher stages a rebuilt
+// export into the CLI's SQLite database and continues it with `opencode
+// run --session` (launch.go, store_stage.go), exports and cleans what the
+// CLI wrote (collect.go), resumes and forks captured exports (resume.go,
+// database.go), checks every request on the bridge (envelope.go), and
+// keeps the doctor's recording (doctor.go).
 package opencode
 
 import (

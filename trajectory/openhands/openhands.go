@@ -28,6 +28,10 @@
 //   - 2024-era flat events (fields beside "action", no id, no cause) decode,
 //     pairing each action with the observation right after it, but cannot be
 //     written as a prefix: today's ReplayManager does not load them.
+//
+// Agent is OpenHands as the engine sees it: its launcher continues a V1
+// conversation with pvisor's runner over openhands-sdk (runner/,
+// launch.go); an evaluation output.jsonl is a trajectory.MultiSession.
 package openhands
 
 import (

@@ -7,6 +7,13 @@
 //
 // One Action is one assistant message; its toolCall blocks form the batch,
 // each paired with its toolResult by toolCallId.
+//
+// Agent is Pi as the engine sees it: its launcher stages a rebuilt session
+// and continues it with `pi --mode json --session` (launch.go), cleans the
+// session the CLI wrote (collect.go), resumes and forks captured sessions
+// (resume.go), checks every request on the bridge (envelope.go), and keeps
+// the session store (store.go), the per-release tool semantics
+// (semantics.go) and the doctor's recordings (doctor.go).
 package pi
 
 import (

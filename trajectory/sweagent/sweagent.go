@@ -27,6 +27,9 @@
 // sandbox, not the agent's commands. So SWE-agent's own runtime, the only
 // faithful executor of its tool bundles, cannot be installed from the
 // registries pvisor is tested with.
+//
+// Agent is SWE-agent as the engine sees it: replayed and rebuilt, not
+// continued (no launcher).
 package sweagent
 
 import (
