@@ -63,3 +63,13 @@ type NativeLayout struct {
 // file with extension Ext is typed Format (no version), and the rebuilt one
 // is named File and listed as the run's session export too.
 type ExportDoc struct{ Ext, File, Format string }
+
+// Sub is dir of an agent's embedded files (its doctor recording); dir
+// must be embedded, which the agent's //go:embed line guarantees.
+func Sub(files fs.FS, dir string) fs.FS {
+	sub, err := fs.Sub(files, dir)
+	if err != nil {
+		panic(err)
+	}
+	return sub
+}

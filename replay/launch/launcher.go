@@ -38,6 +38,10 @@ type Launcher interface {
 	Stage(c *Continuation) (Staged, error)
 }
 
+// BareVersion is the VersionShape of a CLI that prints its version alone
+// on a line (1.18.33, v0.73.1), as many npm CLIs do.
+var BareVersion = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
+
 // NativeCLINamer is implemented by launchers of the agents pVisor continues
 // with its generic native-CLI adapter (Codex, OpenCode): a replay's result
 // then carries metadata.native_cli, the agent's name, as pVisor's does.

@@ -20,7 +20,7 @@ func Agent() launch.Agent {
 		Sessions:  Sessions(),
 		Resumable: Sessions(),
 		Rewriter:  Sessions(),
-		Doctor:    doctorRecording(),
+		Doctor:    launch.Sub(doctorFiles, "doctor"),
 		Resume:    &resume,
 		Native:    launch.NativeLayout{Label: "claude-code", Names: [3]string{"prepared-prefix", "reconstructed-prefix", "continued-session"}},
 	}

@@ -13,7 +13,7 @@ func Agent() launch.Agent {
 		Sessions:  Sessions(),
 		Resumable: Sessions(),
 		Rewriter:  Sessions(),
-		Doctor:    doctorRecording(),
+		Doctor:    launch.Sub(doctorFiles, "doctor"),
 		Resume:    &resume,
 		Native:    launch.NativeLayout{Label: "codex", Names: [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"}},
 	}

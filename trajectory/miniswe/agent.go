@@ -10,7 +10,7 @@ func Agent() launch.Agent {
 	return launch.Agent{
 		Format:   New(),
 		Launcher: launcher{},
-		Doctor:   doctorRecording(),
+		Doctor:   launch.Sub(doctorFiles, "doctor"),
 		Native: launch.NativeLayout{Label: "mini-swe-agent",
 			Names: [3]string{"prepared-prefix", "reconstructed-trajectory", "continued-trajectory"}},
 	}

@@ -14,7 +14,7 @@ func Agent() launch.Agent {
 		Launcher:  launcher{},
 		Resumable: Bundled(),
 		Rewriter:  Exports(),
-		Doctor:    doctorRecording(),
+		Doctor:    launch.Sub(doctorFiles, "doctor"),
 		Database:  Database(),
 		Resume:    &resume,
 		Native: launch.NativeLayout{

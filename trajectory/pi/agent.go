@@ -22,7 +22,7 @@ func Agent() launch.Agent {
 		Resumable: Sessions(),
 		Rewriter:  Sessions(),
 		Resume:    &resume,
-		Doctor:    doctorRecording(),
+		Doctor:    launch.Sub(doctorFiles, "doctor"),
 		Native: launch.NativeLayout{
 			Label: "pi-agent",
 			Names: [3]string{"prepared-prefix", "reconstructed-events", "continued-events"},

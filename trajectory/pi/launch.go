@@ -39,9 +39,7 @@ var builtinTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls
 func (launcher) Binary() string { return "pi" }
 
 // VersionShape is how `--version` prints (0.73.1).
-func (launcher) VersionShape() *regexp.Regexp { return versionShape }
-
-var versionShape = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
+func (launcher) VersionShape() *regexp.Regexp { return launch.BareVersion }
 
 func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 
