@@ -1,9 +1,7 @@
 package claude
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tidwall/gjson"
 
+	"github.com/pvisor/pvisor/bridge/envelope/chattest"
 	"github.com/pvisor/pvisor/trajectory"
 )
 
@@ -30,27 +29,7 @@ func recordedDirs(t *testing.T) []string {
 // sent while it recorded the e2e session in recordedDir, in order.
 func recordedRequests(t *testing.T, recordedDir string) [][]byte {
 	t.Helper()
-	f, err := os.Open(filepath.Join(recordedDir, "requests.jsonl.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		if gjson.GetBytes(sc.Bytes(), "kind").Str == "main" {
-			out = append(out, []byte(gjson.GetBytes(sc.Bytes(), "body").Raw))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return chattest.Requests(t, recordedDir)
 }
 
 // wireCanonical is a request's messages in canonical form, without the

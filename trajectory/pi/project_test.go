@@ -1,8 +1,6 @@
 package pi
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,34 +8,19 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tidwall/gjson"
+
+	"github.com/pvisor/pvisor/bridge/envelope/chattest"
 )
 
 const e2eSession = "2026-11-29T23-16-33-212Z_01a22998-8d3b-75d5-8d8d-f6601805e7d0.jsonl"
 
 func recordedMessages(t *testing.T, dir string) [][]string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(dir, "requests.jsonl.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(nil, 16<<20)
 	var out [][]string
-	for sc.Scan() {
-		if gjson.GetBytes(sc.Bytes(), "kind").Str != "main" {
-			continue
-		}
-		var msgs []string
-		for i, m := range gjson.GetBytes(sc.Bytes(), "body.messages").Array() {
-			if i > 0 {
-				msgs = append(msgs, m.Raw)
-			}
+	for _, body := range chattest.Requests(t, dir) {
+		msgs := chattest.Messages(body)
+		if len(msgs) > 0 {
+			msgs = msgs[1:] // the system message is the launch's, not the session's
 		}
 		out = append(out, msgs)
 	}
