@@ -13,6 +13,12 @@ import (
 	copilotfmt "github.com/pvisor/pvisor/trajectory/copilot"
 )
 
+// Copilot joins the resume/fork matrix (TestResumeForkRealCLIs) from its
+// own file, speaking Chat Completions to the bridge.
+func init() {
+	resumeAgents = append(resumeAgents, struct{ agent, upstream string }{"copilot", "openai-chat"})
+}
+
 // TestContinueCopilotEveryStep continues the recorded Copilot CLI session
 // after every step with the real CLI, driven by the recorded upstream: the
 // first request that reaches the upstream is, after its system message,

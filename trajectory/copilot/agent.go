@@ -10,8 +10,12 @@ const AgentName = "copilot"
 // its events.jsonl, the only file the model-visible history lives in.
 func Agent() launch.Agent {
 	return launch.Agent{
-		Format:   New(),
-		Launcher: launcher{},
+		Format:    New(),
+		Launcher:  launcher{},
+		Sessions:  Sessions(),
+		Resumable: Sessions(),
+		Rewriter:  Sessions(),
+		Resume:    &resume,
 		Native: launch.NativeLayout{Label: "copilot",
 			Names: [3]string{"prepared-prefix", "reconstructed-events", "continued-events"},
 			Kind:  func(string, string) string { return "events-jsonl" }},
