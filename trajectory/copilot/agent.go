@@ -16,6 +16,7 @@ func Agent() launch.Agent {
 		Resumable: Sessions(),
 		Rewriter:  Sessions(),
 		Resume:    &resume,
+		Doctor:    doctorRecording(),
 		Native: launch.NativeLayout{Label: "copilot",
 			Names: [3]string{"prepared-prefix", "reconstructed-events", "continued-events"},
 			Kind:  func(string, string) string { return "events-jsonl" }},
