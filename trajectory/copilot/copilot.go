@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"regexp"
 
 	"github.com/tidwall/gjson"
 
@@ -92,6 +93,17 @@ func (format) CheckReplayable(call *trajectory.ToolCall) error {
 		return need("pattern")
 	}
 	return fmt.Errorf("tool %q is not re-executed (the replay runs %v)", call.Name, replayTools)
+}
+
+// shellIDRe is the id in a bash result's trailer.
+var shellIDRe = regexp.MustCompile(`<shellId: \d+ `)
+
+// NormalizeObservation masks the shell id of a bash result: Copilot numbers
+// shells as they finish, so the ids of a batch of parallel commands change
+// from run to run (measured: of two, the one that finished first got 0),
+// while the replay runs them one after the other.
+func (format) NormalizeObservation(content string) string {
+	return shellIDRe.ReplaceAllString(content, "<shellId: N ")
 }
 
 // PrefixModelTurns counts every model response up to and including the

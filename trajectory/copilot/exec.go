@@ -167,19 +167,30 @@ func (s *session) bash(ctx context.Context, args gjson.Result, logPath string) (
 	if res.TimedOut {
 		trailer = fmt.Sprintf("<shellId: %d killed by pvisor after %s: the replay does not keep commands running>", id, timeout)
 	}
-	if out != "" {
-		out += "\n"
-	}
 	code := res.ExitCode
-	return trajectory.Fresh{Content: out + trailer, ExitCode: &code, LogPath: logPath}, nil
+	// The line break comes before the trailer even when the command printed
+	// nothing ("\n<shellId: 0 completed with exit code 0>").
+	return trajectory.Fresh{Content: out + "\n" + trailer, ExitCode: &code, LogPath: logPath}, nil
 }
 
+// Failed calls: Copilot stores only a short error.message (the longer text
+// the live model got is in no file), and a resumed Copilot sends the model
+// that message, so it is what the replay reproduces.
+const (
+	errNoPath  = "Path does not exist"
+	errExists  = "Path already exists"
+	errNoMatch = "No match found"
+)
+
 func (s *session) view(args gjson.Result) trajectory.Fresh {
-	p := args.Get("path").Str
-	data, err := os.ReadFile(s.real(p))
+	real := s.real(args.Get("path").Str)
+	if st, err := os.Stat(real); err == nil && st.IsDir() {
+		return s.viewDir(real)
+	}
+	data, err := os.ReadFile(real)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fail(fmt.Sprintf("Path %s does not exist. Please provide a valid path.", p))
+		return fail(errNoPath)
 	case err != nil:
 		return fail(err.Error())
 	}
@@ -200,11 +211,25 @@ func (s *session) view(args gjson.Result) trajectory.Fresh {
 	return trajectory.Fresh{Content: text}
 }
 
+// viewDir lists a directory's entries by name, one a line (1.0.102 on a
+// directory of one file printed its name).
+func (s *session) viewDir(dir string) trajectory.Fresh {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fail(err.Error())
+	}
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return trajectory.Fresh{Content: strings.Join(names, "\n")}
+}
+
 func (s *session) create(args gjson.Result) trajectory.Fresh {
 	p, text := args.Get("path").Str, args.Get("file_text").Str
 	real := s.real(p)
 	if _, err := os.Lstat(real); err == nil {
-		return fail(fmt.Sprintf("Path %s already exists", p))
+		return fail(errExists)
 	}
 	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
 		return fail(err.Error())
@@ -220,13 +245,15 @@ func (s *session) edit(args gjson.Result) trajectory.Fresh {
 	real := s.real(p)
 	data, err := os.ReadFile(real)
 	if err != nil {
-		return fail(fmt.Sprintf("Path %s does not exist. Please provide a valid path.", p))
+		return fail(errNoPath)
 	}
 	switch n := strings.Count(string(data), old); {
 	case n == 0:
-		return fail(fmt.Sprintf("No match found for old_str in %s", p))
+		return fail(errNoMatch)
 	case n > 1:
-		return fail(fmt.Sprintf("Multiple matches found for old_str in %s", p))
+		// Not measured: Copilot refuses an ambiguous old_str; its wording
+		// here is a guess the comparison would show.
+		return fail("Multiple matches found")
 	}
 	st, _ := os.Stat(real)
 	if err := os.WriteFile(real, []byte(strings.Replace(string(data), old, repl, 1)), st.Mode().Perm()); err != nil {

@@ -8,9 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"os/exec"
+
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
 func newSession(t *testing.T) (trajectory.ToolSession, string) {
@@ -44,7 +47,7 @@ func TestBash(t *testing.T) {
 	if f := exec1(t, ts, "bash", `{"command":"basename \"$PWD\"; exit 3"}`); f.Content != "d\n<shellId: 1 completed with exit code 3>" || *f.ExitCode != 3 {
 		t.Errorf("second = %q", f.Content)
 	}
-	if f := exec1(t, ts, "bash", `{"command":"true"}`); f.Content != "<shellId: 2 completed with exit code 0>" {
+	if f := exec1(t, ts, "bash", `{"command":"true"}`); f.Content != "\n<shellId: 2 completed with exit code 0>" {
 		t.Errorf("silent = %q", f.Content)
 	}
 }
@@ -101,7 +104,45 @@ func TestRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := strings.Split(changed.String(), "\n")[2]
-	if v := gjson.Get(line, "data"); v.Get("result.content").Str != "new\n" || v.Get("success").Bool() || v.Get("toolCallId").Str != "c1" {
+	if v := gjson.Get(line, "data"); v.Get("error.message").Str != "new\n" || v.Get("error.code").Str != "failure" ||
+		v.Get("result").Exists() || v.Get("success").Bool() || v.Get("toolCallId").Str != "c1" {
 		t.Errorf("rebuilt line = %s", line)
+	}
+}
+
+// The probe session (failures, a directory, a line range, parallel shells,
+// searches without a match) replays call by call in a copy of its repo with
+// every observation equal once shell ids are masked.
+func TestReplayProbe(t *testing.T) {
+	_, tr := formattest.DecodeFile(t, New(), corpusDir+"/generated_copilot-1.0.102_probe-failures.jsonl")
+	ts, ws := newSession(t)
+	ts.Close()
+	rt, err := New().(trajectory.Replayer).NewToolSession(trajectory.ToolEnv{Workspace: ws, OriginalCwd: "/tmp/cprobe/repo",
+		Env: []string{"PATH=" + os.Getenv("PATH")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if out, err := exec.Command("tar", "-xzf", "../../testdata/e2e/sessions/copilot@1.0.102/repo.tar.gz", "-C", ws).CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	n := New().(trajectory.Normalizer)
+	calls := 0
+	for _, a := range tr.Steps() {
+		for i := range a.Calls {
+			c := &a.Calls[i]
+			f, err := rt.Execute(context.Background(), a.Step, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.NormalizeObservation(f.Content) != n.NormalizeObservation(c.Observation.Content) || f.IsError != c.Observation.IsError {
+				t.Errorf("step %d %s %s: got %q (error %v), recorded %q (error %v)", a.Step, c.Name, c.Arguments,
+					f.Content, f.IsError, c.Observation.Content, c.Observation.IsError)
+			}
+			calls++
+		}
+	}
+	if calls != 10 {
+		t.Errorf("%d calls replayed, want the probe's 10", calls)
 	}
 }

@@ -56,9 +56,12 @@ func replaceResult(line []byte, fr trajectory.Fresh) ([]byte, error) {
 	if fr.IsError {
 		success = "false"
 	}
-	// The new result: Copilot's {content} for a success and {message,code}
-	// under error for a failure, as it writes them.
-	res := jsstr.AppendQuote([]byte(`{"content":`), fr.Content)
+	// The new result as Copilot writes it: "result":{"content"} for a
+	// success, "error":{"message","code":"failure"} for a failure.
+	key, res := `"result":`, jsstr.AppendQuote([]byte(`{"content":`), fr.Content)
+	if fr.IsError {
+		key, res = `"error":`, append(jsstr.AppendQuote([]byte(`{"message":`), fr.Content), `,"code":"failure"`...)
+	}
 	res = append(res, '}')
 	out := append([]byte(nil), line[:data.Index]...)
 	out = append(out, '{')
@@ -91,7 +94,7 @@ func replaceResult(line []byte, fr trajectory.Fresh) ([]byte, error) {
 	if !first {
 		out = append(out, ',')
 	}
-	out = append(out, `"result":`...)
+	out = append(out, key...)
 	out = append(out, res...)
 	out = append(out, '}')
 	out = append(out, line[data.Index+len(data.Raw):]...)

@@ -68,7 +68,9 @@ func (s *session) grep(ctx context.Context, args gjson.Result) (trajectory.Fresh
 	if t := args.Get("type").Str; t != "" {
 		argv = append(argv, "--type", t)
 	}
-	path := s.ws
+	// Without a path ripgrep searches the cwd and names files "./…", as
+	// Copilot's results do; a path given is searched as given.
+	path := "."
 	if p := args.Get("path").Str; p != "" {
 		path = s.real(p)
 	}
