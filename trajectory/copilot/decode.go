@@ -22,13 +22,30 @@ type decoder struct {
 	pending map[string][2]int // toolCallId → (action, call) of calls without a result
 	seen    map[string]bool   // every toolCallId so far: ids are unique in a session
 	started bool
+	// cut drops the actions after a DecodePrefix's boundary: Copilot asks
+	// the model again only once every result of a response is in, so a
+	// response is final when the next one begins.
+	cut trajectory.Cutter
 }
 
 // Decode streams events.jsonl; memory is the kept text and observations
 // plus an index of the call ids.
 func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajectory, error) {
+	return decode(r, opts, 0)
+}
+
+// DecodePrefix is Decode keeping only the actions up to step afterStep
+// (every later line is still read and checked).
+func (format) DecodePrefix(r io.Reader, _ io.ReaderAt, opts trajectory.Options, afterStep int) (*trajectory.Trajectory, error) {
+	return decode(r, opts, afterStep)
+}
+
+// dropped marks the pending calls of a response the cut left out.
+var dropped = [2]int{-1, -1}
+
+func decode(r io.Reader, opts trajectory.Options, limit int) (*trajectory.Trajectory, error) {
 	d := &decoder{opts: opts, t: &trajectory.Trajectory{Agent: AgentName, Format: SubFormat},
-		pending: map[string][2]int{}, seen: map[string]bool{}}
+		pending: map[string][2]int{}, seen: map[string]bool{}, cut: trajectory.Cutter{Limit: limit}}
 	jr := jsonl.NewReader(r)
 	for jr.Next() {
 		if err := d.line(jr.Line()); err != nil {
@@ -42,6 +59,7 @@ func (format) Decode(r io.Reader, opts trajectory.Options) (*trajectory.Trajecto
 		return nil, &trajectory.Error{Kind: trajectory.Malformed, Msg: "no events: the file is empty",
 			Hint: "pass the events.jsonl of a directory under ~/.copilot/session-state"}
 	}
+	d.cut.Settle(d.t, nil)
 	d.t.TornTail = jr.Torn()
 	d.t.Lines = jr.Lines()
 	d.t.NumberSteps()
@@ -79,7 +97,7 @@ func (d *decoder) line(l jsonl.Line) error {
 	case "assistant.turn_end":
 		// Closes the turn of the last response: a prefix that stops at a
 		// step ends with it, as a turn Copilot finished itself would.
-		if n := len(d.t.Actions); n > 0 && d.t.Actions[n-1].Complete() {
+		if n := len(d.t.Actions); n > 0 && !d.cut.Done() && d.t.Actions[n-1].Complete() {
 			d.t.Actions[n-1].Locator = d.t.Actions[n-1].Locator.Extend(locate(l))
 		}
 	case "session.compaction_complete", "session.truncation":
@@ -111,7 +129,12 @@ func (d *decoder) message(l jsonl.Line, data gjson.Result) error {
 	if content.Exists() && content.Type != gjson.String {
 		return trajectory.Errorf(l.N, "assistant.message: content is not a string")
 	}
-	a := trajectory.Action{Text: strings.Clone(content.Str), Reasoning: strings.Clone(data.Get("reasoningText").Str), Locator: locate(l)}
+	d.cut.Settle(d.t, nil)
+	keep := !d.cut.Done()
+	a := trajectory.Action{Locator: locate(l)}
+	if keep {
+		a.Text, a.Reasoning = strings.Clone(content.Str), strings.Clone(data.Get("reasoningText").Str)
+	}
 	ai := len(d.t.Actions)
 	var err error
 	reqs.ForEach(func(_, q gjson.Result) bool {
@@ -136,6 +159,10 @@ func (d *decoder) message(l jsonl.Line, data gjson.Result) error {
 		}
 		cid := strings.Clone(id.Str)
 		d.seen[cid] = true
+		if !keep {
+			d.pending[cid] = dropped
+			return true
+		}
 		d.pending[cid] = [2]int{ai, len(a.Calls)}
 		a.Calls = append(a.Calls, trajectory.ToolCall{ID: cid, Name: strings.Clone(name.Str), Arguments: raw, Locator: locate(l)})
 		return true
@@ -143,7 +170,11 @@ func (d *decoder) message(l jsonl.Line, data gjson.Result) error {
 	if err != nil {
 		return err
 	}
-	d.t.Actions = append(d.t.Actions, a)
+	if keep {
+		d.t.Actions = append(d.t.Actions, a)
+	} else {
+		d.t.Cut = d.cut.Limit // an action past the boundary was left out
+	}
 	return nil
 }
 
@@ -160,6 +191,14 @@ func (d *decoder) result(l jsonl.Line, data gjson.Result) error {
 		return trajectory.Errorf(l.N, "tool.execution_complete: call %q answers no tool request", id.Str)
 	}
 	delete(d.pending, id.Str)
+	switch {
+	case at == dropped:
+		return nil
+	case d.cut.Limit > 0 && at[0] != len(d.t.Actions)-1:
+		// A result after a later response began: which responses are
+		// complete, and so where the boundary is, needs the whole file.
+		return trajectory.ErrNeedFull
+	}
 	o := &trajectory.Observation{IsError: !data.Get("success").Bool(), Locator: locate(l)}
 	if !d.opts.SkipObservationContent {
 		o.Content = strings.Clone(ResultText(data))
