@@ -35,6 +35,9 @@ type session struct {
 	nativePath string // relative to r.home, or a description for non-file stores
 	name       string // file name in the recording
 	data       []byte
+	// beside are the other files of a session that is a directory (Copilot's
+	// workspace.yaml), by name; recorded next to the session file.
+	beside map[string][]byte
 }
 
 var agents = []*agentSpec{claudeCode, codex, opencode, pi}

@@ -117,6 +117,9 @@ func recordAgent(t *testing.T, a *agentSpec, rel tested.Release) {
 		Script: a.script, Requests: kinds, ToolCalls: calls,
 		RunSeconds: float64(r.took.Milliseconds()) / 1000, RecordedAt: time.Now().UTC().Format(time.RFC3339),
 	}
+	for name := range s.beside {
+		m.Files[name] = name
+	}
 	out := filepath.Join(t.TempDir(), a.name)
 	name := a.name + "@" + rel.Version
 	if *record && (*only == "" || slices.Contains(strings.Split(*only, ","), name)) {
@@ -130,6 +133,7 @@ func recordAgent(t *testing.T, a *agentSpec, rel tested.Release) {
 	}
 	files := map[string][]byte{s.name: s.data, "stdout.jsonl": r.stdout, "repo.tar.gz": repoTar,
 		"requests.jsonl.gz": gzipBytes(requestsJSONL(r.fake.Requests()))}
+	maps.Copy(files, s.beside)
 	for name, data := range files {
 		if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
 			t.Fatal(err)

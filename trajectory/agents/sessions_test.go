@@ -16,7 +16,7 @@ import (
 // CLI wrote it to; NewID makes ids of the same shape, never twice the same.
 func TestBranchersMatchRecordings(t *testing.T) {
 	dirs, _ := filepath.Glob("../../testdata/e2e/sessions/*@*")
-	roots := map[string]string{"claude-code": ".claude", "codex": ".codex", "pi": filepath.Join(".pi", "agent")}
+	roots := map[string]string{"claude-code": ".claude", "codex": ".codex", "pi": filepath.Join(".pi", "agent"), "copilot": ".copilot"}
 	uuidRe := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	tested := 0
 	for _, dir := range dirs {

@@ -351,7 +351,7 @@ func TestCorpusDetect(t *testing.T) {
 // folder's heads are claimed by its format alone, the unclaimed by none.
 func TestHeadsBelongToTheirAgents(t *testing.T) {
 	folder := map[string]string{"claude": "claude-code", "codex": "codex", "opencode": "opencode", "pi": "pi",
-		"openhands": "openhands", "miniswe": "mini-swe-agent", "sweagent": "swe-agent"}
+		"openhands": "openhands", "miniswe": "mini-swe-agent", "sweagent": "swe-agent", "copilot": "copilot"}
 	seen := map[string]bool{}
 	for _, h := range loadHeads(t) {
 		var want []string
