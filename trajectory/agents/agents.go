@@ -13,6 +13,7 @@ import (
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/claude"
 	"github.com/pvisor/pvisor/trajectory/codex"
+	"github.com/pvisor/pvisor/trajectory/kimi"
 	"github.com/pvisor/pvisor/trajectory/miniswe"
 	"github.com/pvisor/pvisor/trajectory/opencode"
 	"github.com/pvisor/pvisor/trajectory/openhands"
@@ -31,6 +32,7 @@ var registry = []launch.Agent{
 	openhands.Agent(),
 	miniswe.Agent(),
 	sweagent.Agent(),
+	kimi.Agent(),
 }
 
 // all is the formats, in detection order.

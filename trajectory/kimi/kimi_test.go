@@ -1,0 +1,93 @@
+package kimi
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/formattest"
+)
+
+const corpusDir = "../../testdata/trajectories/kimi"
+
+// corpus is the wire log the e2e recording made (corpusDir) and its copy
+// without the tool and request snapshots (testdata), small enough to seed
+// the fuzzer.
+var corpus = formattest.Corpus{
+	Format:  New(),
+	Globs:   []string{corpusDir + "/*.jsonl", "testdata/*.jsonl"},
+	Columns: []formattest.Column{formattest.Reasoning, formattest.Bytes, formattest.Torn, formattest.Sizes},
+	Bad:     badInputs,
+	Unit:    "line",
+}
+
+func TestGolden(t *testing.T) { corpus.TestGolden(t) }
+
+func TestDetect(t *testing.T) { corpus.TestDetect(t, filepath.Dir(corpusDir)) }
+
+func TestBadInputs(t *testing.T) { corpus.TestBadInputs(t) }
+
+// FuzzDecode checks that no input panics and that every successful decode
+// keeps the model's invariants and cuts after each of its steps.
+func FuzzDecode(f *testing.F) { corpus.Fuzz(f, 32<<10, nil) }
+
+// TestWritePrefix checks that the prefix through every step is a byte
+// prefix of the log that decodes to exactly that many steps.
+func TestWritePrefix(t *testing.T) {
+	corpus.ForEach(t, func(t *testing.T, _ string, data []byte, tr *trajectory.Trajectory) {
+		var steps []int
+		for n := 1; n <= len(tr.Steps()); n++ {
+			steps = append(steps, n)
+		}
+		formattest.CheckPrefixes(t, New(), data, tr, steps, formattest.Verbatim(data, tr, true))
+	})
+}
+
+// TestRecording pins what the recorded session holds: the cwd from the
+// system prompt, the scripted batches, the observations Kimi's tools gave.
+func TestRecording(t *testing.T) {
+	data, err := os.ReadFile(corpusDir + "/kimi-2.1.0_greeter-wire.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New().Decode(bytes.NewReader(data), trajectory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.Cwd != "/tmp/pvisor-e2e/kimi/repo" || tr.Format != "wire-jsonl-1.5" {
+		t.Errorf("cwd %q format %q", tr.Cwd, tr.Format)
+	}
+	var got []string
+	for _, a := range tr.Steps() {
+		var names []string
+		for _, c := range a.Calls {
+			names = append(names, c.Name)
+		}
+		got = append(got, strings.Join(names, "+"))
+	}
+	if want := "Bash+Glob Read+Grep Write Edit Bash"; strings.Join(got, " ") != want {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+	s1, _ := tr.Step(1)
+	if s1.Reasoning != "Start by seeing what is in the repository." || s1.Text != "Let me look around the project first." {
+		t.Errorf("step 1 text %q reasoning %q", s1.Text, s1.Reasoning)
+	}
+	if o := s1.Calls[0].Observation; o == nil || o.Content != ".git\nREADME.md\ngreeter\nmain.py\n" {
+		t.Errorf("step 1 Bash observation %+v", o)
+	}
+	if c := s1.Calls[0].Cwd; c != tr.Cwd {
+		t.Errorf("Bash call cwd %q", c)
+	}
+	if n := New().PrefixModelTurns(tr, 5); n != 5 {
+		t.Errorf("PrefixModelTurns(5) = %d", n)
+	}
+}
+
+func TestCheckReplayable(t *testing.T) {
+	formattest.CheckReplayable(t, New(), "Bash", `{"command":"ls"}`, "")
+	formattest.CheckReplayable(t, New(), "Bash", `{"command":"sleep 9","run_in_background":true}`, "Bash with run_in_background: a background task outlives the step")
+	formattest.CheckReplayable(t, New(), "Agent", `{"prompt":"x","description":"y"}`, "Agent is not a tool pvisor can re-run for Kimi Code")
+}
