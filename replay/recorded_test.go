@@ -20,12 +20,18 @@ import (
 
 // recordedSessions are native sessions the real CLIs wrote, one per
 // agent@release directory (see testdata/e2e/README.md); each comes with the
-// repository it started from.
+// repository it started from. Agents whose format pvisor decodes and
+// prepares but does not re-run yet (no trajectory.Replayer) are left out.
 var recordedSessions = func() []struct{ agent, dir string } {
 	dirs, _ := filepath.Glob("../testdata/e2e/sessions/*@*")
 	var out []struct{ agent, dir string }
 	for _, d := range dirs {
 		agent, _, _ := strings.Cut(filepath.Base(d), "@")
+		if f, ok := lookupFormat(agent); ok {
+			if _, replays := f.(trajectory.Replayer); !replays {
+				continue
+			}
+		}
 		out = append(out, struct{ agent, dir string }{agent, d})
 	}
 	return out
