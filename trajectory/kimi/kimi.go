@@ -76,6 +76,9 @@ func firstLine(head []byte) []byte {
 // cwdRe finds the working directory in the system prompt Kimi binds.
 var cwdRe = regexp.MustCompile("The current working directory is `([^`\n]+)`")
 
+// wallTimeRe is the wall-time header renderResult writes.
+var wallTimeRe = regexp.MustCompile(`(?m)^Wall time: [0-9]+\.[0-9]{3} seconds`)
+
 // maxCalls bounds the tool calls one decode keeps track of, so a hostile
 // file cannot grow the index without bound beyond what it holds anyway.
 const maxCalls = 1 << 20
@@ -241,7 +244,7 @@ func (d *decoder) loopEvent(ln jsonl.Line, ev gjson.Result) error {
 		res := ev.Get("result")
 		o := &trajectory.Observation{IsError: res.Get("isError").Bool(), Locator: loc(ln)}
 		if !d.opts.SkipObservationContent {
-			o.Content = observationText(res)
+			o.Content = renderResult(c.Name, res)
 		}
 		c.Observation = o
 		d.t.Actions[ref.action].Locator = d.t.Actions[ref.action].Locator.Extend(loc(ln))
@@ -266,22 +269,4 @@ func (d *decoder) stepOf(ln jsonl.Line, ev gjson.Result) (int, error) {
 	}
 	d.t.Actions[i].Locator = d.t.Actions[i].Locator.Extend(loc(ln))
 	return i, nil
-}
-
-// observationText is what the tool message the model gets holds: the
-// result's output (a string, or content parts whose text is joined).
-func observationText(res gjson.Result) string {
-	out := res.Get("output")
-	if out.Type == gjson.String {
-		return out.Str
-	}
-	var b bytes.Buffer
-	if out.IsArray() {
-		out.ForEach(func(_, p gjson.Result) bool {
-			b.WriteString(p.Get("text").Str)
-			return true
-		})
-		return b.String()
-	}
-	return out.Raw
 }

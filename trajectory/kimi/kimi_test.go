@@ -2,10 +2,14 @@ package kimi
 
 import (
 	"bytes"
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
 	"github.com/pvisor/pvisor/trajectory/formattest"
@@ -75,11 +79,14 @@ func TestRecording(t *testing.T) {
 	if s1.Reasoning != "Start by seeing what is in the repository." || s1.Text != "Let me look around the project first." {
 		t.Errorf("step 1 text %q reasoning %q", s1.Text, s1.Reasoning)
 	}
-	if o := s1.Calls[0].Observation; o == nil || o.Content != ".git\nREADME.md\ngreeter\nmain.py\n" {
+	if o := s1.Calls[0].Observation; o == nil || o.Content != "Wall time: 0.030 seconds\n.git\nREADME.md\ngreeter\nmain.py\n" {
 		t.Errorf("step 1 Bash observation %+v", o)
 	}
 	if c := s1.Calls[0].Cwd; c != tr.Cwd {
 		t.Errorf("Bash call cwd %q", c)
+	}
+	if got := New().(interface{ NormalizeObservation(string) string }).NormalizeObservation(s1.Calls[0].Observation.Content); got != "Wall time: <masked> seconds\n.git\nREADME.md\ngreeter\nmain.py\n" {
+		t.Errorf("normalized %q", got)
 	}
 	if n := New().PrefixModelTurns(tr, 5); n != 5 {
 		t.Errorf("PrefixModelTurns(5) = %d", n)
@@ -90,4 +97,54 @@ func TestCheckReplayable(t *testing.T) {
 	formattest.CheckReplayable(t, New(), "Bash", `{"command":"ls"}`, "")
 	formattest.CheckReplayable(t, New(), "Bash", `{"command":"sleep 9","run_in_background":true}`, "Bash with run_in_background: a background task outlives the step")
 	formattest.CheckReplayable(t, New(), "Agent", `{"prompt":"x","description":"y"}`, "Agent is not a tool pvisor can re-run for Kimi Code")
+}
+
+// TestObservationsAreWhatTheModelSaw compares every decoded observation
+// with the tool message of the recording's last model request: the decoder
+// renders results as Kimi does for the model (wall time, notes).
+func TestObservationsAreWhatTheModelSaw(t *testing.T) {
+	data, err := os.ReadFile(corpusDir + "/kimi-2.1.0_greeter-wire.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New().Decode(bytes.NewReader(data), trajectory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, err := os.ReadFile("../../testdata/e2e/sessions/kimi@2.1.0/requests.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(bytes.TrimSpace(reqs), []byte("\n"))
+	last := gjson.ParseBytes(lines[len(lines)-1]).Get("body")
+	if last.Type == gjson.String {
+		last = gjson.Parse(last.Str)
+	}
+	seen := map[string]string{}
+	last.Get("messages").ForEach(func(_, m gjson.Result) bool {
+		if m.Get("role").Str == "tool" {
+			seen[m.Get("tool_call_id").Str] = m.Get("content").Str
+		}
+		return true
+	})
+	n := 0
+	for _, a := range tr.Steps() {
+		for _, c := range a.Calls {
+			n++
+			if got, want := c.Observation.Content, seen[c.ID]; got != want {
+				t.Errorf("%s %s: decoded %q, the model saw %q", c.Name, c.ID, got, want)
+			}
+		}
+	}
+	if n != 7 || len(seen) != 7 {
+		t.Errorf("%d calls decoded, %d tool messages sent", n, len(seen))
+	}
 }
