@@ -95,7 +95,10 @@ func TestRecording(t *testing.T) {
 
 func TestCheckReplayable(t *testing.T) {
 	formattest.CheckReplayable(t, New(), "Bash", `{"command":"ls"}`, "")
-	formattest.CheckReplayable(t, New(), "Bash", `{"command":"sleep 9","run_in_background":true}`, "Bash with run_in_background: a background task outlives the step")
+	formattest.CheckReplayable(t, New(), "Bash", `{"command":"sleep 9","run_in_background":true}`, "Bash with run_in_background is not reproduced")
+	formattest.CheckReplayable(t, New(), "Grep", `{"pattern":"x"}`, "Grep is re-run in output_mode content only")
+	formattest.CheckReplayable(t, New(), "Grep", `{"pattern":"x","output_mode":"content","-C":2}`, "Grep with -C is not reproduced")
+	formattest.CheckReplayable(t, New(), "Read", `{"path":"a","n_lines":3}`, "Read with n_lines is not reproduced")
 	formattest.CheckReplayable(t, New(), "Agent", `{"prompt":"x","description":"y"}`, "Agent is not a tool pvisor can re-run for Kimi Code")
 }
 

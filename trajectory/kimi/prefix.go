@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/tidwall/gjson"
 
@@ -45,33 +46,44 @@ func (format) PrefixModelTurns(t *trajectory.Trajectory, afterStep int) int {
 	return t.ActionIndex(afterStep) + 1
 }
 
-// ReplayTools is empty: this pvisor does not yet re-run Kimi's tools.
-func (format) ReplayTools() []string { return nil }
+// ReplayTools are the tools --replay-only re-runs (tools.go).
+func (format) ReplayTools() []string { return append([]string(nil), replayTools...) }
 
-// errNotYet is why a Kimi prefix is not re-run or continued yet.
-var errNotYet = errors.New("re-running Kimi Code's tools (--replay-only) and continuing its sessions are not implemented yet; --prepare-only and inspect work")
+// unsupportedArgs are the arguments whose paging or output shapes the
+// replay does not reproduce (yet): a call using one is refused.
+var unsupportedArgs = map[string][]string{
+	"Bash": {"run_in_background", "disable_timeout"},
+	"Glob": {"head_limit", "offset", "include_ignored", "include_dirs"},
+	"Grep": {"-A", "-B", "-C", "head_limit", "offset", "multiline", "include_ignored"},
+	"Read": {"line_offset", "column_offset", "n_lines", "max_chars"},
+}
 
-// prefixTools are the tools whose effects stay in the workspace and the
-// conversation, so a prefix holding them can be prepared. Agent,
-// AgentSwarm, Task*, Cron*, WaitFor and the goal tools drive state outside
-// the workspace (subagents, background tasks), AskUserQuestion waits for a
-// person, FetchURL and WebSearch need the network.
-var prefixTools = map[string]bool{"Bash": true, "Read": true, "ReadMediaFile": true, "Write": true,
-	"Edit": true, "Glob": true, "Grep": true, "TodoList": true, "Skill": true,
-	"EnterPlanMode": true, "ExitPlanMode": true}
-
-// CheckReplayable accepts the workspace tools (a background shell aside);
-// RefuseRun stops every run but --prepare-only before any call is re-run.
+// CheckReplayable accepts the tools tools.go re-runs, without the
+// arguments it does not reproduce.
 func (format) CheckReplayable(call *trajectory.ToolCall) error {
-	if !prefixTools[call.Name] {
+	if !slices.Contains(replayTools, call.Name) {
 		return fmt.Errorf("%s is not a tool pvisor can re-run for Kimi Code", call.Name)
 	}
-	if call.Name == "Bash" && gjson.GetBytes(call.Arguments, "run_in_background").Bool() {
-		return errors.New("Bash with run_in_background: a background task outlives the step")
+	args := gjson.ParseBytes(call.Arguments)
+	for _, k := range unsupportedArgs[call.Name] {
+		if v := args.Get(gjson.Escape(k)); v.Exists() && v.Type != gjson.Null && v.Type != gjson.False {
+			return fmt.Errorf("%s with %s is not reproduced by pvisor's replay of Kimi Code", call.Name, k)
+		}
+	}
+	if call.Name == "Grep" && args.Get("output_mode").Str != "content" {
+		return errors.New("Grep is re-run in output_mode content only (files_with_matches and count_matches sort by mtime)")
 	}
 	return nil
 }
 
-// RefuseRun refuses --replay-only and continuation before anything runs
-// (exit 11), instead of failing at the first tool call.
-func (format) RefuseRun(_ *trajectory.Trajectory, _ bool) error { return errNotYet }
+// errNotYet is why a Kimi prefix is not continued yet.
+var errNotYet = errors.New("continuing Kimi Code sessions is not implemented yet; inspect, --prepare-only and --replay-only work")
+
+// RefuseRun refuses continuation before anything runs (exit 11): there is
+// no launcher yet. --replay-only runs.
+func (format) RefuseRun(_ *trajectory.Trajectory, continuation bool) error {
+	if continuation {
+		return errNotYet
+	}
+	return nil
+}
