@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -102,11 +104,11 @@ func (s *session) Execute(ctx context.Context, step int, call *trajectory.ToolCa
 	case "Grep":
 		res, err = s.grep(ctx, args)
 	case "Read":
-		res = s.read(args)
+		res, err = s.read(args)
 	case "Write":
 		res = s.write(args)
 	case "Edit":
-		res = s.edit(args)
+		res, err = s.edit(args)
 	default:
 		return trajectory.Fresh{}, fmt.Errorf("kimi: %s is not re-run", call.Name)
 	}
@@ -267,14 +269,15 @@ const maxReadChars = 100000
 
 // read renders a whole file as "N\ttext" lines with Kimi's page note
 // (CheckReplayable refuses ranges and limits).
-func (s *session) read(args gjson.Result) rawResult {
+func (s *session) read(args gjson.Result) (rawResult, error) {
 	p := args.Get("path").Str
-	data, err := os.ReadFile(s.path(p))
+	data, err := readCapped(s.path(p))
 	if err != nil {
-		if os.IsNotExist(err) {
-			return rawResult{Output: p + " does not exist", IsError: true}
+		var re *run.Error
+		if errors.Is(err, fs.ErrNotExist) || errors.As(err, &re) && re.Kind == run.NotFound {
+			return rawResult{Output: p + " does not exist", IsError: true}, nil
 		}
-		return rawResult{Output: err.Error(), IsError: true}
+		return failedRead(err)
 	}
 	text := strings.TrimSuffix(string(data), "\n")
 	lines := strings.Split(text, "\n")
@@ -297,7 +300,24 @@ func (s *session) read(args gjson.Result) rawResult {
 	if n == 0 {
 		note = fmt.Sprintf("<system>No lines read from file. Total lines in file: 0. Requested range complete. Effective max_chars: %d. End of file reached.</system>", maxReadChars)
 	}
-	return rawResult{Output: b.String(), Note: note}
+	return rawResult{Output: b.String(), Note: note}, nil
+}
+
+// readCapped reads a regular file of at most run.MaxReadBytes: the
+// workspace is as untrusted as the trajectory.
+func readCapped(path string) ([]byte, error) {
+	data, _, err := run.ReadRegular("read", path)
+	return data, err
+}
+
+// failedRead is a file error as a tool error, but a file over pvisor's
+// cap as a failure of the replay (exit 30): Kimi would have read it.
+func failedRead(err error) (rawResult, error) {
+	var re *run.Error
+	if errors.As(err, &re) && re.Kind == run.TooLarge {
+		return rawResult{}, fmt.Errorf("kimi: %w", err)
+	}
+	return rawResult{Output: err.Error(), IsError: true}, nil
 }
 
 func (s *session) write(args gjson.Result) rawResult {
@@ -324,20 +344,20 @@ func (s *session) write(args gjson.Result) rawResult {
 	return rawResult{Output: fmt.Sprintf("%s %d bytes to %s", verb, len(content), p)}
 }
 
-func (s *session) edit(args gjson.Result) rawResult {
+func (s *session) edit(args gjson.Result) (rawResult, error) {
 	p := args.Get("path").Str
 	oldS, newS, all := args.Get("old_string").Str, args.Get("new_string").Str, args.Get("replace_all").Bool()
 	target := s.path(p)
-	data, err := os.ReadFile(target)
+	data, err := readCapped(target)
 	if err != nil {
-		return rawResult{Output: err.Error(), IsError: true}
+		return failedRead(err)
 	}
 	n := bytes.Count(data, []byte(oldS))
 	switch {
 	case oldS == "" || n == 0:
-		return rawResult{Output: "old_string not found in " + p, IsError: true}
+		return rawResult{Output: "old_string not found in " + p, IsError: true}, nil
 	case n > 1 && !all:
-		return rawResult{Output: fmt.Sprintf("old_string occurs %d times in %s; pass replace_all or a unique old_string", n, p), IsError: true}
+		return rawResult{Output: fmt.Sprintf("old_string occurs %d times in %s; pass replace_all or a unique old_string", n, p), IsError: true}, nil
 	}
 	if !all {
 		n = 1
@@ -349,11 +369,11 @@ func (s *session) edit(args gjson.Result) rawResult {
 		mode = st.Mode().Perm()
 	}
 	if err := os.WriteFile(target, out, mode); err != nil {
-		return rawResult{Output: err.Error(), IsError: true}
+		return rawResult{Output: err.Error(), IsError: true}, nil
 	}
 	word := "occurrences"
 	if n == 1 {
 		word = "occurrence"
 	}
-	return rawResult{Output: fmt.Sprintf("Replaced %d %s in %s", n, word, p)}
+	return rawResult{Output: fmt.Sprintf("Replaced %d %s in %s", n, word, p)}, nil
 }

@@ -37,6 +37,7 @@ func TestTools(t *testing.T) {
 		{"Bash", `{"command":"cat a.txt; exit 3"}`, "Wall time: <masked> seconds\n<system>ERROR: Tool execution failed.</system>\nx\nY\nz\nCommand failed with exit code: 3."},
 		{"Bash", `{"command":"exit 2"}`, "Wall time: <masked> seconds\n<system>ERROR: Tool execution failed.</system>\nProcess exited with code 2\nCommand failed with exit code: 2."},
 		{"Bash", `{"command":"true"}`, "Wall time: <masked> seconds\nCommand executed successfully."},
+		{"Read", `{"path":"missing.txt"}`, "<system>ERROR: Tool execution failed.</system>\nmissing.txt does not exist"},
 	}
 	for _, c := range cases {
 		if got := norm(call(c.name, c.args).Content); got != c.want {
