@@ -119,9 +119,8 @@ func TestClaudeLauncherRegistered(t *testing.T) {
 
 // replayTestedOnly are agents listed in versions.txt whose releases the
 // replay is tested against (their own runtime's semantics) but which have
-// no continuation launcher yet (kimi: decoded, recorded and prepared, not
-// yet replayed or continued).
-var replayTestedOnly = map[string]bool{"kimi": true}
+// no continuation launcher yet.
+var replayTestedOnly = map[string]bool{}
 
 // Every agent with a launcher has a tested range, and every tested agent a
 // launcher: versions.txt and the registry cannot drift apart.

@@ -75,15 +75,3 @@ func (format) CheckReplayable(call *trajectory.ToolCall) error {
 	}
 	return nil
 }
-
-// errNotYet is why a Kimi prefix is not continued yet.
-var errNotYet = errors.New("continuing Kimi Code sessions is not implemented yet; inspect, --prepare-only and --replay-only work")
-
-// RefuseRun refuses continuation before anything runs (exit 11): there is
-// no launcher yet. --replay-only runs.
-func (format) RefuseRun(_ *trajectory.Trajectory, continuation bool) error {
-	if continuation {
-		return errNotYet
-	}
-	return nil
-}
