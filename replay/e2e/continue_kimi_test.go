@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pvisor/pvisor/replay"
 	kimifmt "github.com/pvisor/pvisor/trajectory/kimi"
 )
 
@@ -56,4 +57,17 @@ func TestContinueKimiEveryStep(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestContinueKimiRefusesTamperedSession changes a boundary observation in
+// the staged wire log behind pvisor's back (an entrypoint wrapper edits it
+// before exec'ing kimi): the bridge refuses the first request, nothing
+// reaches the upstream, and the run fails with exit 40.
+func TestContinueKimiRefusesTamperedSession(t *testing.T) {
+	s := loadRecordedSession(t, "kimi", kimifmt.New())
+	enterLoopbackNetns(t)
+	edit := `for f in $(find "$HOME/.kimi-code/sessions" -name wire.jsonl); do sed -i 's/def greet(name)/def grete(name)/g' "$f"; done`
+	wrapper := s.tamperingEntrypoint(t, "kimi", edit)
+	cr := s.continueAfter(t, 2, func(r *replay.Request) { r.AgentEntrypoint = wrapper })
+	cr.checkRefused(t, "differs from message")
 }
