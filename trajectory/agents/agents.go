@@ -14,6 +14,7 @@ import (
 	"github.com/pvisor/pvisor/trajectory/claude"
 	"github.com/pvisor/pvisor/trajectory/codex"
 	"github.com/pvisor/pvisor/trajectory/copilot"
+	"github.com/pvisor/pvisor/trajectory/kimi"
 	"github.com/pvisor/pvisor/trajectory/miniswe"
 	"github.com/pvisor/pvisor/trajectory/opencode"
 	"github.com/pvisor/pvisor/trajectory/openhands"
@@ -33,6 +34,7 @@ var registry = []launch.Agent{
 	miniswe.Agent(),
 	sweagent.Agent(),
 	copilot.Agent(),
+	kimi.Agent(),
 }
 
 // all is the formats, in detection order.

@@ -1,0 +1,65 @@
+package kimi
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/pvisor/pvisor/bridge/envelope/chattest"
+)
+
+func recordedChat(t testing.TB) chattest.Session {
+	dir := chattest.Recording(t, "kimi")
+	data, err := os.ReadFile(filepath.Join(dir, "wire.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Project(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return chattest.Session{Name: "kimi", Prefix: p.Items, Requests: chattest.Requests(t, dir),
+		NonceMsg: `{"role":"user","content":"` + chattest.Nonce + `"}`,
+		New:      NewEnvelope, Prompt: EnvelopePrompt}
+}
+
+func TestEnvelopeStripRecorded(t *testing.T) { chattest.StripRecorded(t, recordedChat(t)) }
+func TestEnvelopeRefusals(t *testing.T)      { chattest.Refusals(t, recordedChat(t)) }
+func TestEnvelopeBudget(t *testing.T)        { chattest.Budget(t, recordedChat(t)) }
+func FuzzEnvelopeStrip(f *testing.F)         { chattest.Fuzz(f, recordedChat(f)) }
+
+// autoMode is the reminder Kimi adds after every prompt, the resumed one
+// included.
+const autoMode = `{"role":"user","content":"<system-reminder>\nAuto permission mode is active. Tool approvals will be handled automatically while this mode remains enabled.\n</system-reminder>"}`
+
+// The auto-mode reminder right after the nonce is removed with it; one
+// anywhere else is part of the conversation and refused.
+func TestEnvelopeAutoModeReminder(t *testing.T) {
+	s := recordedChat(t)
+	rec := s.Requests[3]
+	msgs := chattest.Messages(rec)
+	body := chattest.WithMessages(t, rec, append(append([]string{}, msgs...), s.NonceMsg, autoMode))
+	fwd, sp, err := s.Strip(body, s.Prefix[:len(msgs)-1], chattest.Nonce, "")
+	if err != nil || string(fwd) != string(rec) || len(sp.Live) != 0 {
+		t.Errorf("%v %+v", err, sp)
+	}
+	body = chattest.WithMessages(t, rec, append(append([]string{}, msgs...), autoMode, s.NonceMsg))
+	if _, _, err := s.Strip(body, s.Prefix[:len(msgs)-1], chattest.Nonce, ""); err == nil {
+		t.Error("a reminder before the nonce was accepted")
+	}
+}
+
+// The projection of the recording equals, message for message, what the
+// real CLI sent in its last request (after the system message).
+func TestProjectionIsTheRecordedRequest(t *testing.T) {
+	s := recordedChat(t)
+	last := chattest.Messages(s.Requests[len(s.Requests)-1])
+	want := len(last) - 1 + 1 // + the final text-only answer, which no request carried
+	if len(s.Prefix) != want {
+		t.Fatalf("projection has %d messages, the last request %d after the system one", len(s.Prefix), len(last)-1)
+	}
+	body := chattest.WithMessages(t, s.Requests[len(s.Requests)-1], append(append([]string{}, last...), s.NonceMsg))
+	if _, _, err := s.Strip(body, s.Prefix[:len(last)-1], chattest.Nonce, ""); err != nil {
+		t.Error(err)
+	}
+}
