@@ -1,7 +1,6 @@
 package copilot
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,51 +29,14 @@ func (s *staged) Collect() (*launch.Collected, error) {
 }
 
 // CleanSession removes the user.message whose prompt is the nonce (written
-// after the first prefixLines lines) and gives the events that named it as
-// parent its own parent, as if the continuation had gone on from the
-// boundary directly. The session.resume event stays: it is what happened.
-// Any other occurrence of the nonce is an error.
+// after the first prefixLines lines) and relinks its children to its parent.
+// The session.resume event stays: it is what happened.
 func CleanSession(data []byte, nonce string, prefixLines int) ([]byte, []map[string]any, error) {
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	n, k := 0, -1
-	var nonceID, nonceParent string
-	for i, line := range lines {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		n++
-		if n <= prefixLines {
-			continue
-		}
-		rec := gjson.ParseBytes(line)
-		if rec.Get("type").Str == "user.message" && rec.Get("data.content").Str == nonce {
-			if k >= 0 {
-				return nil, nil, fmt.Errorf("lines %d and %d both hold the resume nonce", k+1, i+1)
-			}
-			k, nonceID, nonceParent = i, rec.Get("id").Str, rec.Get("parentId").Str
-		}
+	clean, u, err := launch.RemoveLinked(data, nonce, prefixLines, func(rec gjson.Result) bool {
+		return rec.Get("type").Str == "user.message" && rec.Get("data.content").Str == nonce
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	if k < 0 {
-		return nil, nil, fmt.Errorf("no user.message with the resume nonce after the staged prefix: copilot did not resume this session with it")
-	}
-	var out bytes.Buffer
-	relinked := 0
-	for i, line := range lines {
-		if i == k {
-			continue
-		}
-		if nonceID != "" && gjson.GetBytes(line, "parentId").Str == nonceID {
-			nl := bytes.HasSuffix(line, []byte("\n"))
-			line = launch.SetString(bytes.TrimRight(line, "\n"), "parentId", nonceParent)
-			if nl {
-				line = append(line, '\n')
-			}
-			relinked++
-		}
-		out.Write(line)
-	}
-	if bytes.Contains(out.Bytes(), []byte(nonce)) {
-		return nil, nil, fmt.Errorf("the resume nonce is still in the cleaned session, in records this version of pvisor does not know")
-	}
-	return out.Bytes(), []map[string]any{{"line": k + 1, "event": nonceID, "record": "user.message (resume nonce)", "relinked_children": relinked}}, nil
+	return clean, []map[string]any{{"line": u.Line, "event": u.ID, "record": "user.message (resume nonce)", "relinked_children": u.Relinked}}, nil
 }

@@ -16,6 +16,15 @@ import (
 	"github.com/pvisor/pvisor/trajectory/formattest"
 )
 
+// needRipgrep skips a test whose grep or glob calls run ripgrep, as Copilot
+// does, on a machine without it (.ci/run installs it).
+func needRipgrep(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("rg"); err != nil {
+		t.Skip("copilot's grep and glob run ripgrep: install ripgrep (apt-get install ripgrep)")
+	}
+}
+
 func newSession(t *testing.T) (trajectory.ToolSession, string) {
 	t.Helper()
 	ws := t.TempDir()
@@ -55,6 +64,7 @@ func TestBash(t *testing.T) {
 // File tools map the recorded cwd to the workspace but name the path as the
 // model wrote it.
 func TestFileTools(t *testing.T) {
+	needRipgrep(t)
 	ts, ws := newSession(t)
 	if f := exec1(t, ts, "create", `{"path":"/orig/repo/a/n.md","file_text":"hé\n"}`); f.Content != "Created file /orig/repo/a/n.md with 3 characters" || f.IsError {
 		t.Errorf("create = %+v", f)
@@ -114,6 +124,7 @@ func TestRebuild(t *testing.T) {
 // searches without a match) replays call by call in a copy of its repo with
 // every observation equal once shell ids are masked.
 func TestReplayProbe(t *testing.T) {
+	needRipgrep(t)
 	_, tr := formattest.DecodeFile(t, New(), corpusDir+"/generated_copilot-1.0.102_probe-failures.jsonl")
 	ts, ws := newSession(t)
 	ts.Close()
