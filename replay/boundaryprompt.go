@@ -148,8 +148,12 @@ func promptDigest(m map[string]any, p string) {
 	m["sha256"], m["length"] = prompt.Digest(p)
 }
 
-// warn prints a warning where progress goes.
+// warn prints a warning where progress goes, unless progress is off
+// (--quiet): the warnings are in the result's metadata either way.
 func (r *run) warn(msg string) {
+	if r.req.Progress == ProgressOff {
+		return
+	}
 	to := r.req.ProgressTo
 	if to == nil {
 		to = os.Stderr
