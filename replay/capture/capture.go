@@ -68,7 +68,7 @@ type Via struct {
 // and to the bundle's files/ directory.
 type File struct {
 	Path   string `json:"path"`
-	Role   string `json:"role"` // main or subagent
+	Role   string `json:"role"` // main, or the store's name for the other files (Located.SidecarRole)
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
 }
@@ -144,7 +144,10 @@ func Capture(o Options) (string, *Manifest, error) {
 	defer os.RemoveAll(tmp) // a no-op once renamed into place
 	m := &Manifest{SchemaVersion: Schema, Agent: loc.Agent, SessionID: o.ID, Via: o.Via, CreatedAt: o.Now().UTC(), Files: []File{}}
 	for i, rel := range append([]string{loc.Main}, loc.Sidecars...) {
-		role := "subagent"
+		role := loc.SidecarRole
+		if role == "" {
+			role = "sidecar"
+		}
 		if i == 0 {
 			role = "main"
 		}

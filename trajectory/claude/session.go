@@ -36,7 +36,7 @@ func (sessions) Locate(root, id string) (*session.Located, error) {
 	if err != nil {
 		return nil, err
 	}
-	loc := &session.Located{Agent: AgentName, ID: id, Root: root, Main: main}
+	loc := &session.Located{Agent: AgentName, ID: id, Root: root, Main: main, SidecarRole: "subagent"}
 	sub := filepath.Join(filepath.Dir(main), id, "subagents")
 	// WalkDir does not follow symlinks: symlinked transcripts, and a symlinked
 	// subagents directory itself, are listed so that capture refuses them.

@@ -41,7 +41,7 @@ func TestSessionLocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"session-state/" + id + "/checkpoints/index.md", "session-state/" + id + "/link", "session-state/" + id + "/workspace.yaml"}
-	if loc.Main != filepath.Join("session-state", id, "events.jsonl") || !slices.Equal(loc.Sidecars, want) {
+	if loc.Main != filepath.Join("session-state", id, "events.jsonl") || !slices.Equal(loc.Sidecars, want) || loc.SidecarRole != "session_file" {
 		t.Errorf("Locate = %+v", loc)
 	}
 	var nf *store.NotFoundError

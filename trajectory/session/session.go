@@ -78,6 +78,10 @@ type Located struct {
 	Root     string
 	Main     string
 	Sidecars []string
+	// SidecarRole is what the sidecars are to the CLI, recorded as their
+	// role in a capture's manifest ("subagent" for Claude's subagent
+	// transcripts); "" means "sidecar".
+	SidecarRole string
 }
 
 // Origin is what the session file itself says about where it was recorded.
