@@ -1,7 +1,6 @@
 package opencode
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,29 +10,6 @@ import (
 
 	"github.com/pvisor/pvisor/bridge/envelope/chattest"
 )
-
-// recordedMessages returns the messages (after the system message) of every
-// main model request the real CLI sent while recording dir.
-func recordedMessages(t *testing.T, dir string) [][]string {
-	t.Helper()
-	var out [][]string
-	for _, body := range chattest.Requests(t, dir) {
-		msgs := chattest.Messages(body)
-		if len(msgs) > 0 {
-			msgs = msgs[1:] // the system message is the launch's, not the session's
-		}
-		out = append(out, msgs)
-	}
-	return out
-}
-
-func rawStrings(items []json.RawMessage) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = string(it)
-	}
-	return out
-}
 
 // TestProjectMatchesRecordedRequests: every request the real CLI sent while
 // recording the session is, after its system message, a prefix of the
@@ -52,11 +28,11 @@ func TestProjectMatchesRecordedRequests(t *testing.T) {
 	if p.SessionID != "ses_dd667972effeIl1TDXAj2ZWXpJ" {
 		t.Errorf("session id %q", p.SessionID)
 	}
-	reqs := recordedMessages(t, dir)
+	reqs := chattest.SessionMessages(t, dir)
 	if len(reqs) == 0 {
 		t.Fatal("no recorded requests")
 	}
-	items := rawStrings(p.Items)
+	items := chattest.RawStrings(p.Items)
 	for i, msgs := range reqs {
 		if len(msgs) > len(items) {
 			t.Fatalf("request %d has %d messages, the projection %d", i, len(msgs), len(items))
@@ -97,7 +73,7 @@ func TestProjectShapes(t *testing.T) {
 		`{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"x\"}"}}]}`,
 		`{"role":"tool","tool_call_id":"c1","content":"boom"}`,
 	}
-	if d := cmp.Diff(want, rawStrings(p.Items)); d != "" {
+	if d := cmp.Diff(want, chattest.RawStrings(p.Items)); d != "" {
 		t.Error(d)
 	}
 }

@@ -1,7 +1,6 @@
 package pi
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,27 +12,6 @@ import (
 )
 
 const e2eSession = "2026-11-29T23-16-33-212Z_01a22998-8d3b-75d5-8d8d-f6601805e7d0.jsonl"
-
-func recordedMessages(t *testing.T, dir string) [][]string {
-	t.Helper()
-	var out [][]string
-	for _, body := range chattest.Requests(t, dir) {
-		msgs := chattest.Messages(body)
-		if len(msgs) > 0 {
-			msgs = msgs[1:] // the system message is the launch's, not the session's
-		}
-		out = append(out, msgs)
-	}
-	return out
-}
-
-func rawStrings(items []json.RawMessage) []string {
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = string(it)
-	}
-	return out
-}
 
 // TestProjectMatchesRecordedRequests: every request the real CLI sent while
 // recording the session is, after its system message, a prefix of the
@@ -52,8 +30,8 @@ func TestProjectMatchesRecordedRequests(t *testing.T) {
 	if p.SessionID != "01a22998-8d3b-75d5-8d8d-f6601805e7d0" || p.Cwd != "/tmp/pvisor-e2e/pi/repo" || p.LastID != "f7ddca8f" {
 		t.Errorf("header %+v", p)
 	}
-	items := rawStrings(p.Items)
-	reqs := recordedMessages(t, dir)
+	items := chattest.RawStrings(p.Items)
+	reqs := chattest.SessionMessages(t, dir)
 	if len(reqs) != 6 {
 		t.Fatalf("%d recorded requests", len(reqs))
 	}
@@ -83,7 +61,7 @@ func TestProjectFollowsActiveBranch(t *testing.T) {
 		`{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls <x>\"}"}}]}`,
 		`{"role":"tool","content":"x","tool_call_id":"t1"}`,
 	}
-	if d := cmp.Diff(want, rawStrings(p.Items)); d != "" {
+	if d := cmp.Diff(want, chattest.RawStrings(p.Items)); d != "" {
 		t.Error(d)
 	}
 }

@@ -105,6 +105,31 @@ func Messages(body []byte) []string {
 	return out
 }
 
+// SessionMessages are the messages of every main request the real CLI sent
+// while recording dir, each without its first (system) message: that one is
+// the launch's, not the session's.
+func SessionMessages(t testing.TB, dir string) [][]string {
+	t.Helper()
+	var out [][]string
+	for _, body := range Requests(t, dir) {
+		msgs := Messages(body)
+		if len(msgs) > 0 {
+			msgs = msgs[1:]
+		}
+		out = append(out, msgs)
+	}
+	return out
+}
+
+// RawStrings are items as strings, for diffs.
+func RawStrings(items []json.RawMessage) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = string(it)
+	}
+	return out
+}
+
 // StripRecorded cuts the recorded session after every step: the request
 // the CLI sent there, with the nonce appended (request 1 of a resume) and
 // with a continuation after it (a later request), is forwarded exactly as
