@@ -107,7 +107,8 @@ func relay(w http.ResponseWriter, body io.Reader, stop func(), tap io.Writer, cc
 	var held [maxBatch]chunk
 	batch := held[:0]
 	// flush sends the batch and hands its buffers back: the coalescer refers to
-	// them until release, and the tap reads them once the client has them.
+	// them until release, and the tap reads them once they have gone out (or
+	// failed to: the usage is what the upstream reported either way).
 	flush := func() error {
 		err := rc.Flush()
 		if cc != nil {
@@ -116,7 +117,7 @@ func relay(w http.ResponseWriter, body io.Reader, stop func(), tap io.Writer, cc
 			}
 		}
 		for _, c := range batch {
-			if tap != nil && err == nil {
+			if tap != nil {
 				_, _ = tap.Write((*c.buf)[:c.n])
 			}
 			bufPool.Put(c.buf)
