@@ -384,7 +384,11 @@ func (s *Server) forward(ctx context.Context, w *statusWriter, req *Request, ex 
 		writeError(w, req.Protocol, status, errUpstream, msg, retry)
 		ex.fail = &UpstreamFailure{Kind: FailureConnection, Status: status, Seq: req.Seq, Message: msg}
 	}
-	res, err := s.opts.Upstream.Send(ctx, req)
+	// The upstream request has its own cancel so that relay can stop its reader
+	// when the client has gone; ctx still tells a client's cancellation apart.
+	upCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res, err := s.opts.Upstream.Send(upCtx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			rec.Outcome = OutcomeCanceled
@@ -410,15 +414,19 @@ func (s *Server) forward(ctx context.Context, w *statusWriter, req *Request, ex 
 	var readErr error
 	writeErr := flushHeaders(w)
 	if writeErr == nil {
-		var body io.Reader = res.Body
-		var tap *usageTap
+		var tap io.Writer
+		var usage *usageTap
 		if res.StatusCode < 300 {
-			tap = &usageTap{}
-			body = io.TeeReader(res.Body, tap)
+			usage = &usageTap{}
+			tap = usage
 		}
-		rec.ResponseBytes, readErr, writeErr = relay(w, body, connOf(ctx))
-		if tap != nil {
-			rec.Usage = tap.result()
+		stop := func() {
+			cancel()
+			_ = res.Body.Close()
+		}
+		rec.ResponseBytes, readErr, writeErr = relay(w, res.Body, stop, tap, connOf(ctx))
+		if usage != nil {
+			rec.Usage = usage.result()
 		}
 	}
 	switch {

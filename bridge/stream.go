@@ -56,45 +56,108 @@ func copyResponseHeaders(dst, src http.Header) {
 	dst.Del("Set-Cookie") // a provider's session cookie is not the agent's concern
 }
 
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+// relayBuf is the size of one upstream read. The upstream transport buffers
+// far more than this, so a read rarely waits on the socket.
+const relayBuf = 64 << 10
 
-// relay copies body to w as it arrives, flushing after every write, so each SSE
-// event leaves as soon as the upstream produced it and pings keep the client's idle
-// watchdogs fed. It never parses the stream: the client receives the upstream's
-// bytes exactly. readErr is a failure of the upstream body, writeErr one of the
-// client; both end the copy. cc, when not nil, sends each read's writes as one.
-func relay(w http.ResponseWriter, body io.Reader, cc *coalescingConn) (n int64, readErr, writeErr error) {
+// maxBatch bounds the reads sent as one flush: the buffers a stream holds are
+// at most maxBatch being written, relayQueue queued and one being read.
+const (
+	maxBatch   = 4
+	relayQueue = 2
+)
+
+var bufPool = sync.Pool{New: func() any { b := make([]byte, relayBuf); return &b }}
+
+// chunk is one upstream read.
+type chunk struct {
+	buf *[]byte
+	n   int
+	err error
+}
+
+// relay copies body to w as it arrives, never parsing it on the way: the client
+// receives the upstream's bytes exactly. One goroutine reads the upstream while
+// this one writes to the client, and the client's side is flushed whenever the
+// reader has nothing more in hand, which is the moment the upstream would make
+// it wait: each SSE event of a paced stream leaves as soon as it was read, and
+// pings keep the client's idle watchdogs fed, while a stream that arrives
+// faster than it can be sent goes out in fewer, larger writes (the way
+// httputil.ReverseProxy flushes when its read would block, without a timer).
+//
+// tap, when not nil, sees every chunk after the client has it. stop must make a
+// blocked body.Read return (it cancels the upstream request); relay calls it
+// when the client has gone and returns only after the reader has ended.
+// readErr is a failure of the upstream body, writeErr one of the client; both
+// end the copy. cc, when not nil, sends a flush's writes as one.
+func relay(w http.ResponseWriter, body io.Reader, stop func(), tap io.Writer, cc *coalescingConn) (n int64, readErr, writeErr error) {
+	ch := make(chan chunk, relayQueue)
+	go func() {
+		defer close(ch)
+		for {
+			bp := bufPool.Get().(*[]byte)
+			m, err := body.Read(*bp)
+			ch <- chunk{bp, m, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	rc := http.NewResponseController(w)
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
-	for {
-		m, err := body.Read(buf)
-		if m > 0 {
-			if cc != nil {
+	var held [maxBatch]chunk
+	batch := held[:0]
+	// flush sends the batch and hands its buffers back: the coalescer refers to
+	// them until release, and the tap reads them once they have gone out (or
+	// failed to: the usage is what the upstream reported either way).
+	flush := func() error {
+		err := rc.Flush()
+		if cc != nil {
+			if rerr := cc.release(); err == nil {
+				err = rerr
+			}
+		}
+		for _, c := range batch {
+			if tap != nil {
+				_, _ = tap.Write((*c.buf)[:c.n])
+			}
+			bufPool.Put(c.buf)
+		}
+		clear(held[:])
+		batch = held[:0]
+		return err
+	}
+	for c := range ch {
+		if c.n > 0 && writeErr == nil {
+			if cc != nil && len(batch) == 0 {
 				cc.hold()
 			}
-			wm, werr := w.Write(buf[:m])
+			var wm int
+			wm, writeErr = w.Write((*c.buf)[:c.n])
 			n += int64(wm)
-			if werr == nil {
-				werr = rc.Flush()
-			}
-			if cc != nil {
-				if rerr := cc.release(); werr == nil {
-					werr = rerr
-				}
-			}
-			if werr != nil {
-				return n, nil, werr
+			batch = append(batch, c)
+		} else {
+			bufPool.Put(c.buf)
+		}
+		// The last chunk carries the error, so no batch outlives the loop.
+		if len(batch) > 0 && (writeErr != nil || len(batch) == maxBatch || len(ch) == 0 || c.err != nil) {
+			if ferr := flush(); writeErr == nil {
+				writeErr = ferr
 			}
 		}
-		if err == io.EOF {
-			return n, nil, nil
+		if writeErr != nil {
+			// The reader may be waiting on the upstream: stop it, then take
+			// what it still sends until it closes ch.
+			if stop != nil {
+				stop()
+				stop = nil
+			}
+			continue
 		}
-		if err != nil {
-			return n, err, nil
+		if c.err != nil && c.err != io.EOF {
+			readErr = c.err
 		}
 	}
+	return n, readErr, writeErr
 }
 
 // flushHeaders sends the status line and headers right away, so a client sees the

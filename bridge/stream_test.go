@@ -273,3 +273,79 @@ func TestConcurrentRequests(t *testing.T) {
 		t.Errorf("records %+v, stats %+v: want %d distinct forwarded requests", s.Records(), s.Stats(), n)
 	}
 }
+
+// failingWriter is a client that took n bytes and then went away.
+type failingWriter struct {
+	http.ResponseWriter
+	n int
+}
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if w.n <= 0 {
+		return 0, errors.New("client went away")
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+func (w *failingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// TestRelayStopsItsReader: when the client fails, relay stops the upstream
+// read that is waiting (here a pipe nobody writes to any more) and returns
+// only once its reader has ended, and a fast upstream's bytes arrive whole
+// however the reads were batched.
+func TestRelayStopsItsReader(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		clientCap int
+		want      int64
+		wantWrErr bool
+	}{
+		{"client stays", 1 << 30, 3 * relayBuf, false},
+		{"client leaves", 1, relayBuf, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr, pw := io.Pipe()
+			go func() {
+				for range 3 {
+					if _, err := pw.Write(bytes.Repeat([]byte("x"), relayBuf)); err != nil {
+						return
+					}
+				}
+				if !tc.wantWrErr {
+					pw.Close()
+				}
+				// Leaving the pipe open makes the reader wait for ever unless stopped.
+			}()
+			stopped := false
+			stop := func() { stopped = true; pr.CloseWithError(context.Canceled) }
+			tap := &bytes.Buffer{}
+			done := make(chan struct{})
+			var n int64
+			var rerr, werr error
+			go func() {
+				defer close(done)
+				n, rerr, werr = relay(&failingWriter{ResponseWriter: nopResponse{}, n: tc.clientCap}, pr, stop, tap, nil)
+			}()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Fatal("relay did not return")
+			}
+			if n != tc.want || (werr != nil) != tc.wantWrErr || rerr != nil || stopped != tc.wantWrErr {
+				t.Fatalf("relay = %d, %v, %v (stopped %v); want %d bytes, write error %v", n, rerr, werr, stopped, tc.want, tc.wantWrErr)
+			}
+			if !tc.wantWrErr && int64(tap.Len()) != tc.want {
+				t.Errorf("the tap saw %d bytes, want %d", tap.Len(), tc.want)
+			}
+		})
+	}
+}
+
+// nopResponse is a ResponseWriter whose Flush works and sends nowhere.
+type nopResponse struct{}
+
+func (nopResponse) Header() http.Header         { return http.Header{} }
+func (nopResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (nopResponse) WriteHeader(int)             {}
+func (nopResponse) Flush()                      {}

@@ -33,20 +33,41 @@ const (
 )
 
 // usageTap reads usage out of a relayed response without changing a byte
-// of it: relay's copy goes through it (io.TeeReader), line by line for a
-// stream, whole for a JSON body. Memory is bounded; an oversized line or
-// body is simply not read for usage.
+// of it: relay hands it every chunk after the chunk has left for the client,
+// line by line for a stream, whole for a JSON body. Memory is bounded; an
+// oversized line or body is simply not read for usage. Complete lines are
+// read where they lie; only a line cut by a chunk's end is copied, and only if
+// it can be a data line: a stream's bytes are not copied a second time.
 type usageTap struct {
-	line      []byte
-	skipLine  bool // the current line passed usageLineMax
+	line     []byte
+	skipLine bool // the current line passed usageLineMax or cannot carry usage
+	// kind is decided by the body's first non-space byte: a JSON body ('{') is
+	// kept whole, a stream is not kept at all.
+	kind      tapKind
 	body      []byte
 	bodyOver  bool
 	cur       Usage // the maxima seen so far in this response
 	seenUsage bool
 }
 
+type tapKind uint8
+
+const (
+	tapUnknown tapKind = iota
+	tapJSON
+	tapStream
+)
+
 func (t *usageTap) Write(p []byte) (int, error) {
-	if !t.bodyOver {
+	if t.kind == tapUnknown {
+		if i := bytes.IndexFunc(p, func(r rune) bool { return !isSpace(r) }); i >= 0 {
+			t.kind = tapStream
+			if p[i] == '{' {
+				t.kind = tapJSON
+			}
+		}
+	}
+	if t.kind == tapJSON && !t.bodyOver {
 		if len(t.body)+len(p) > usageBodyMax {
 			t.bodyOver, t.body = true, nil
 		} else {
@@ -54,29 +75,56 @@ func (t *usageTap) Write(p []byte) (int, error) {
 		}
 	}
 	rest := p
-	for len(rest) > 0 {
+	if len(t.line) > 0 || t.skipLine {
+		// The line the last chunk cut continues here.
 		i := bytes.IndexByte(rest, '\n')
-		chunk := rest
-		if i >= 0 {
-			chunk = rest[:i]
-		}
-		if !t.skipLine {
-			if len(t.line)+len(chunk) > usageLineMax {
-				t.skipLine, t.line = true, t.line[:0]
-			} else {
-				t.line = append(t.line, chunk...)
-			}
-		}
 		if i < 0 {
-			break
+			t.carry(rest)
+			return len(p), nil
 		}
+		t.carry(rest[:i])
 		if !t.skipLine {
 			t.event(t.line)
 		}
 		t.line, t.skipLine = t.line[:0], false
 		rest = rest[i+1:]
 	}
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			t.carry(rest)
+			break
+		}
+		if i <= usageLineMax {
+			t.event(rest[:i])
+		}
+		rest = rest[i+1:]
+	}
 	return len(p), nil
+}
+
+// carry keeps the start of a line the chunk cut, unless it is too long or does
+// not begin the way a data line (or a JSON line) does.
+func (t *usageTap) carry(b []byte) {
+	if t.skipLine {
+		return
+	}
+	if len(t.line) == 0 {
+		if i := bytes.IndexFunc(b, func(r rune) bool { return !isSpace(r) }); i >= 0 && b[i] != 'd' && b[i] != '{' {
+			t.skipLine = true
+			return
+		}
+	}
+	if len(t.line)+len(b) > usageLineMax {
+		t.skipLine, t.line = true, t.line[:0]
+		return
+	}
+	t.line = append(t.line, b...)
+}
+
+// isSpace is the white space bytes.TrimSpace removes from ASCII text.
+func isSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f'
 }
 
 // event reads one SSE data line (or a JSON line).

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -24,19 +25,26 @@ func TestUsageTap(t *testing.T) {
 			&Usage{InputTokens: 50, CachedInputTokens: 20, OutputTokens: 5, Responses: 1}},
 		{"chat stream", "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":4,\"prompt_tokens_details\":{\"cached_tokens\":2}}}\n\ndata: [DONE]\n\n",
 			&Usage{InputTokens: 12, CachedInputTokens: 2, OutputTokens: 4, Responses: 1}},
+		{"leading blank lines", "\n\r\n{\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}",
+			&Usage{InputTokens: 3, OutputTokens: 1, Responses: 1}},
+		{"event line cut, data line after", "event: " + strings.Repeat("e", 5000) + "\ndata: {\"usage\":{\"output_tokens\":9}}\n",
+			&Usage{OutputTokens: 9, Responses: 1}},
 		{"no usage", "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n", nil},
 		{"oversized line", "data: {\"usage\":{\"output_tokens\":1},\"pad\":\"" + strings.Repeat("x", usageLineMax) + "\"}\n", nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tap := &usageTap{}
-			for b := []byte(tc.body); len(b) > 0; {
-				n := min(len(b), 7)
-				tap.Write(b[:n])
-				b = b[n:]
-			}
-			if d := cmp.Diff(tc.want, tap.result()); d != "" {
-				t.Errorf("usage (-want +got):\n%s", d)
-			}
-		})
+		// Lines cut anywhere, cut rarely, and never (each read in place).
+		for _, piece := range []int{1, 7, 4096, len(tc.body)} {
+			t.Run(fmt.Sprintf("%s/pieces-%d", tc.name, piece), func(t *testing.T) {
+				tap := &usageTap{}
+				for b := []byte(tc.body); len(b) > 0; {
+					n := min(len(b), piece)
+					tap.Write(b[:n])
+					b = b[n:]
+				}
+				if d := cmp.Diff(tc.want, tap.result()); d != "" {
+					t.Errorf("usage (-want +got):\n%s", d)
+				}
+			})
+		}
 	}
 }

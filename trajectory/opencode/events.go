@@ -3,11 +3,13 @@ package opencode
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/rawjson"
 	"github.com/pvisor/pvisor/trajectory/jsonl"
 )
 
@@ -31,8 +33,27 @@ func decodeEvents(r io.Reader, opts trajectory.Options, limit int) (*trajectory.
 	for jr.Next() {
 		ln := jr.Line()
 		rec := gjson.Parse(view(ln.Data))
+		// One walk of the line reads the top members, and the part's own
+		// members and a tool's where the part lies: its state can be long,
+		// and stepping over it first would read it twice.
 		var top [4]gjson.Result
-		fields(rec, topFields, top[:])
+		var pf [3]gjson.Result
+		var tp toolPart
+		rawjson.EachOfNested(rec, topFields, "part", partKeys, func(k, v gjson.Result) bool {
+			if i := slices.Index(topFields, k.Str); i >= 0 && !top[i].Exists() {
+				top[i] = v
+			}
+			return true
+		}, func(k, v gjson.Result) bool {
+			if top[1].Exists() {
+				return true // a repeated "part": the first one counts
+			}
+			if i := slices.Index(partFields, k.Str); i >= 0 && !pf[i].Exists() {
+				pf[i] = v
+			}
+			tp.member(k, v)
+			return true
+		})
 		typ, part, props := top[0], top[1], top[3]
 		if !typ.Exists() && isBusEvent(ln.Data) || typ.Type == gjson.String && strings.Contains(typ.Str, ".") && props.Exists() {
 			return nil, &trajectory.Error{Kind: trajectory.Unsupported, Line: ln.N,
@@ -47,10 +68,6 @@ func decodeEvents(r io.Reader, opts trajectory.Options, limit int) (*trajectory.
 			continue
 		}
 		recognized++
-		var pf [3]gjson.Result
-		if part.IsObject() {
-			fields(part, partFields, pf[:])
-		}
 		sid := top[2].Str
 		if sid == "" {
 			sid = pf[1].Str
@@ -100,7 +117,7 @@ func decodeEvents(r io.Reader, opts trajectory.Options, limit int) (*trajectory.
 		case "reasoning":
 			b.addText(part, true, loc)
 		case "tool_use":
-			if msg := b.addTool(part, loc); msg != "" {
+			if msg := b.addToolPart(tp, loc); msg != "" {
 				return nil, trajectory.Errorf(ln.N, "%s", msg)
 			}
 		case "step_finish":
@@ -129,21 +146,9 @@ func decodeEvents(r io.Reader, opts trajectory.Options, limit int) (*trajectory.
 var (
 	topFields  = []string{"type", "part", "sessionID", "properties"}
 	partFields = []string{"type", "sessionID", "messageID"}
+	// partKeys are partFields and the members a tool part adds.
+	partKeys = append(slices.Clip(partFields), toolPartKeys...)
 )
-
-// fields reads the named keys of obj into out in one pass; the first of a
-// repeated key wins, as with Get. Each Get scans from the start of the
-// object, and a tool part's output can be long.
-func fields(obj gjson.Result, names []string, out []gjson.Result) {
-	obj.ForEach(func(k, v gjson.Result) bool {
-		for i, n := range names {
-			if k.Str == n && !out[i].Exists() {
-				out[i] = v
-			}
-		}
-		return true
-	})
-}
 
 // partOf is the part type each run event carries.
 var partOf = map[string]string{"step_start": "step-start", "step_finish": "step-finish",

@@ -8,6 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/rawjson"
 )
 
 // builder turns the parts of one step into an Action. Both sub-formats feed
@@ -107,6 +108,30 @@ func (b *builder) addText(part gjson.Result, reasoning bool, loc trajectory.Loca
 	*list = append(*list, piece{id: strings.Clone(id), text: strings.Clone(txt)})
 }
 
+// The members addTool reads; rawjson steps over the others (metadata repeats
+// the output) without unescaping them. Without observation content, the
+// output and error are stepped over too.
+var (
+	toolPartKeys      = []string{"callID", "tool", "state"}
+	toolStateKeys     = []string{"status", "input", "output", "error", "title"}
+	toolStateLeanKeys = []string{"status", "input", "title"}
+)
+
+// toolPart is what addTool reads of a tool part's own members.
+type toolPart struct{ callID, name, state gjson.Result }
+
+// member takes one member of a tool part; a repeated key's last value wins.
+func (tp *toolPart) member(k, v gjson.Result) {
+	switch k.Str {
+	case "callID":
+		tp.callID = v
+	case "tool":
+		tp.name = v
+	case "state":
+		tp.state = v
+	}
+}
+
 // addTool records a tool part of the open step. Repeated reports of one
 // callID (its state changes) merge into one call: the latest non-empty
 // input wins and a completed/error state supplies the observation. It
@@ -114,18 +139,17 @@ func (b *builder) addText(part gjson.Result, reasoning bool, loc trajectory.Loca
 func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 	// One pass per level: state.output (and metadata.output, a copy of it)
 	// can be long, and separate lookups would scan it again each time.
-	var callID, name, state gjson.Result
-	part.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "callID":
-			callID = v
-		case "tool":
-			name = v
-		case "state":
-			state = v
-		}
+	var tp toolPart
+	rawjson.EachOf(part, toolPartKeys, func(k, v gjson.Result) bool {
+		tp.member(k, v)
 		return true
 	})
+	return b.addToolPart(tp, loc)
+}
+
+// addToolPart is addTool for a part whose members were already read.
+func (b *builder) addToolPart(tp toolPart, loc trajectory.Locator) string {
+	callID, name, state := tp.callID, tp.name, tp.state
 	if callID.Type != gjson.String || callID.Str == "" {
 		return "tool part has no callID"
 	}
@@ -136,8 +160,13 @@ func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 	if !state.IsObject() {
 		return fmt.Sprintf("tool part %s (%s) has no state object", clip(id), clip(name.Str))
 	}
+	lean := b.opts.SkipObservationContent || b.cut.Done()
+	keys := toolStateKeys
+	if lean {
+		keys = toolStateLeanKeys
+	}
 	var status, input, output, errText, title gjson.Result
-	state.ForEach(func(k, v gjson.Result) bool {
+	rawjson.EachOf(state, keys, func(k, v gjson.Result) bool {
 		switch k.Str {
 		case "status":
 			status = v
@@ -156,7 +185,6 @@ func (b *builder) addTool(part gjson.Result, loc trajectory.Locator) string {
 		return fmt.Sprintf("tool part %s (%s): state.input is not an object", clip(id), clip(name.Str))
 	}
 	var obs *trajectory.Observation
-	lean := b.opts.SkipObservationContent || b.cut.Done()
 	switch status := status.Str; status {
 	case "pending", "running":
 	case "completed":

@@ -27,7 +27,7 @@ func Each(t gjson.Result, fn func(k, v gjson.Result) bool) {
 		t.ForEach(fn)
 		return
 	}
-	each(t, nil, fn)
+	each(t, nil, nil, fn)
 }
 
 // EachOf is Each calling fn only for the members of object t named in keys;
@@ -39,14 +39,44 @@ func EachOf(t gjson.Result, keys []string, fn func(k, v gjson.Result) bool) {
 		t.ForEach(fn)
 		return
 	}
-	each(t, keys, fn)
+	each(t, keys, nil, fn)
 }
 
-func each(t gjson.Result, keys []string, fn func(k, v gjson.Result) bool) {
+// EachOfNested is EachOf that also walks the member named inner, when it is
+// an object, where it lies: innerFn gets that object's members named in
+// innerKeys (as EachOf would give them), then fn gets the member whole.
+// Stepping over a nested object to find its end and then walking it would
+// read its (often long) strings twice; this reads them once. inner must be
+// one of keys.
+func EachOfNested(t gjson.Result, keys []string, inner string, innerKeys []string, fn, innerFn func(k, v gjson.Result) bool) {
+	in := &nest{key: inner, keys: innerKeys, fn: innerFn}
+	if t.Type != gjson.JSON || t.Indexes != nil {
+		t.ForEach(func(k, v gjson.Result) bool {
+			if k.Type == gjson.String && k.Str == inner && v.IsObject() {
+				EachOf(v, innerKeys, innerFn)
+			}
+			return fn(k, v)
+		})
+		return
+	}
+	each(t, keys, in, fn)
+}
+
+// nest is a member each walks in place rather than steps over.
+type nest struct {
+	key  string
+	keys []string
+	fn   func(k, v gjson.Result) bool
+}
+
+// each walks the object or array at the start of t.Raw and returns the
+// offset just past its closing bracket, or -1 when it stopped early. t.Raw
+// may go on after the value (a nested walk's does).
+func each(t gjson.Result, keys []string, in *nest, fn func(k, v gjson.Result) bool) int {
 	s := t.Raw
 	i := skipSpace(s, 0)
 	if i >= len(s) || (s[i] != '{' && s[i] != '[') {
-		return
+		return -1
 	}
 	obj := s[i] == '{'
 	closer := byte(']')
@@ -58,29 +88,32 @@ func each(t gjson.Result, keys []string, fn func(k, v gjson.Result) bool) {
 	}
 	i = skipSpace(s, i+1)
 	if i < len(s) && s[i] == closer {
-		return
+		return i + 1
 	}
 	for i < len(s) {
 		if obj {
 			if s[i] != '"' {
-				return
+				return -1
 			}
 			end, esc := stringEnd(s, i+1)
 			if end < 0 {
-				return
+				return -1
 			}
 			key.Raw, key.Str, key.Index = s[i:end], body(s[i+1:end-1], esc), i+t.Index
 			i = skipSpace(s, end)
 			if i >= len(s) || s[i] != ':' {
-				return
+				return -1
 			}
 			i = skipSpace(s, i+1)
 			if keys != nil && !slices.Contains(keys, key.Str) {
 				if i = skipValue(s, i); i < 0 {
-					return
+					return -1
 				}
-				if i = skipSpace(s, i); i >= len(s) || s[i] != ',' {
-					return
+				if i = skipSpace(s, i); i < len(s) && s[i] == closer {
+					return i + 1
+				}
+				if i >= len(s) || s[i] != ',' {
+					return -1
 				}
 				i = skipSpace(s, i+1)
 				continue
@@ -88,20 +121,36 @@ func each(t gjson.Result, keys []string, fn func(k, v gjson.Result) bool) {
 		} else {
 			key.Num++
 		}
-		v, end := value(s, i)
+		var v gjson.Result
+		var end int
+		if obj && in != nil && key.Str == in.key && i < len(s) && s[i] == '{' {
+			end = i + each(gjson.Result{Type: gjson.JSON, Raw: s[i:], Index: i + t.Index}, in.keys, nil, in.fn)
+			if end < i {
+				// innerFn stopped early: find the end the plain way.
+				end = skipNested(s, i)
+			}
+			if end >= i {
+				v.Type, v.Raw = gjson.JSON, s[i:end]
+			}
+		} else {
+			v, end = value(s, i)
+		}
 		if end < 0 {
-			return
+			return -1
 		}
 		v.Index = i + t.Index
 		if !fn(key, v) {
-			return
+			return -1
 		}
-		i = skipSpace(s, end)
+		if i = skipSpace(s, end); i < len(s) && s[i] == closer {
+			return i + 1
+		}
 		if i >= len(s) || s[i] != ',' {
-			return
+			return -1
 		}
 		i = skipSpace(s, i+1)
 	}
+	return -1
 }
 
 // value reads the value starting at s[i] and returns it (without Index)

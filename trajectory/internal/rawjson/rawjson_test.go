@@ -83,6 +83,50 @@ func TestEachOf(t *testing.T) {
 	}
 }
 
+// checkSameNested requires EachOfNested to yield, at the top of doc, what
+// EachOf yields, and for the inner member what EachOf yields on it, inner
+// members first.
+func checkSameNested(t *testing.T, doc string, keys []string, inner string, innerKeys []string) {
+	t.Helper()
+	collect := func(dst *[]pair) func(k, v gjson.Result) bool {
+		return func(k, v gjson.Result) bool { *dst = append(*dst, pair{k, v}); return true }
+	}
+	var want, got []pair
+	EachOf(gjson.Parse(doc), keys, func(k, v gjson.Result) bool {
+		if k.Str == inner && v.IsObject() {
+			EachOf(v, innerKeys, collect(&want))
+		}
+		want = append(want, pair{k, v})
+		return true
+	})
+	for _, root := range []gjson.Result{gjson.Parse(doc), gjson.Get(doc, "@this")} {
+		got = got[:0]
+		EachOfNested(root, keys, inner, innerKeys, collect(&got), collect(&got))
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("EachOfNested(%q, %q) differs from EachOf twice on %q (-EachOf +EachOfNested):\n%s", keys, inner, doc, d)
+		}
+	}
+}
+
+func TestEachOfNested(t *testing.T) {
+	for _, doc := range []string{
+		`{"type":"tool_use","part":{"type":"tool","state":{"output":"a\"}b"},"callID":"c"},"sessionID":"s"}`,
+		`{"part" : { } , "type":"x"}`, `{"part":[1,{"a":2}],"type":"x"}`, `{"part":"str","part":{"a":1}}`,
+		`{"a":{"part":{"type":1}}}`, `{}`, `[{"part":{}}]`, `{"part":{"type":"t","sessionID":{"x":"}"}}}`,
+	} {
+		checkSameNested(t, doc, []string{"type", "part", "sessionID"}, "part", []string{"type", "sessionID", "state"})
+		checkSameNested(t, doc, []string{"part"}, "part", nil)
+	}
+	// An innerFn that stops early still leaves the outer walk whole.
+	var outer []string
+	EachOfNested(gjson.Parse(`{"part":{"a":1,"b":2},"z":3}`), []string{"part", "z"}, "part", nil,
+		func(k, v gjson.Result) bool { outer = append(outer, k.Str+"="+v.Raw); return true },
+		func(k, v gjson.Result) bool { return false })
+	if d := cmp.Diff([]string{`part={"a":1,"b":2}`, "z=3"}, outer); d != "" {
+		t.Errorf("outer members after an early inner stop (-want +got):\n%s", d)
+	}
+}
+
 // TestEachCorpus compares every line of every JSONL sample in the tree.
 func TestEachCorpus(t *testing.T) {
 	files, _ := filepath.Glob("../../../testdata/trajectories/*/*.jsonl")
@@ -102,6 +146,8 @@ func TestEachCorpus(t *testing.T) {
 			if len(l) <= 16<<10 && json.Valid([]byte(l)) {
 				checkSame(t, l)
 				checkSameOf(t, l, someKeys[0])
+				checkSameNested(t, l, []string{"type", "part", "message", "payload"}, "part", someKeys[0])
+				checkSameNested(t, l, []string{"type", "part", "message", "payload"}, "message", someKeys[0])
 				lines++
 			}
 		}
@@ -130,6 +176,7 @@ func FuzzEach(f *testing.F) {
 		for _, keys := range someKeys {
 			checkSameOf(t, doc, keys)
 		}
+		checkSameNested(t, doc, []string{"a", "k"}, "a", someKeys[0])
 	})
 }
 
