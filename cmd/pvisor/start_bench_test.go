@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pvisor/pvisor/internal/pvisorref"
 )
 
 // releaseBinary builds the binary as `make build` does: the test binary
@@ -69,14 +71,17 @@ func BenchmarkProcessStart(b *testing.B) {
 }
 
 // BenchmarkReplayedCallCLI replays, as a whole `pvisor replay --replay-only`
-// process, a Codex rollout of 200 `bash -lc true` calls (isolated when run
-// as root: each call's init, namespaces, /proc), against the agent's own
-// shell: the same 200 `bash -lc true` run one after another, interleaved in
-// one loop. Reported per call: the CPU of each and pvisor's CPU over the
-// shell's (target ≤ +1.5 ms), and the wall times likewise. HOME is an empty
-// directory for both, so the machine's own login scripts weigh on neither.
-// PVISOR_BENCH_BASELINE_BIN=/path/to/an/older/pvisor replays with that
-// binary in the same loop too.
+// process, a Codex rollout of 200 `exec_command` calls of `true` (run as
+// `bash -lc true`; isolated when run as root: each call's init, namespaces,
+// /proc), against the agent's own shell: the same 200 `bash -lc true` run
+// one after another, interleaved in one loop. Reported per call: the CPU of
+// each and pvisor's CPU over the shell's (target ≤ +1.5 ms), and the wall
+// times likewise. HOME is an empty directory for both, so the machine's own
+// login scripts weigh on neither. pVisor 0.3.1 (pvisorref; make bench
+// installs it) replays the same rollout in the same loop, its whole prefix
+// being one step there, and pvisor's CPU and wall are reported over its
+// (target: CPU ≤ 1×). PVISOR_BENCH_BASELINE_BIN=/path/to/an/older/pvisor
+// replays with that binary in the same loop too.
 func BenchmarkReplayedCallCLI(b *testing.B) {
 	bin := releaseBinary(b)
 	old := os.Getenv("PVISOR_BENCH_BASELINE_BIN")
@@ -91,10 +96,11 @@ func BenchmarkReplayedCallCLI(b *testing.B) {
 	var sb strings.Builder
 	sb.WriteString(`{"timestamp":"2025-09-24T19:22:20.000Z","type":"session_meta","payload":{"id":"01997e76-d124-7592-9cac-2ec05abbca08","cwd":"` + ws + `","cli_version":"0.40.0"}}` + "\n")
 	sb.WriteString(`{"timestamp":"2025-09-24T19:22:21.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}}` + "\n")
-	args, _ := json.Marshal(map[string]any{"command": []string{"bash", "-lc", "true"}})
+	// exec_command rather than the older shell tool: pVisor replays only it.
+	args, _ := json.Marshal(map[string]any{"cmd": "true", "workdir": ws})
 	for i := range calls {
-		call, _ := json.Marshal(map[string]any{"type": "function_call", "name": "shell", "arguments": string(args), "call_id": fmt.Sprint("c", i)})
-		out, _ := json.Marshal(map[string]any{"type": "function_call_output", "call_id": fmt.Sprint("c", i), "output": `{"output":"","metadata":{"exit_code":0,"duration_seconds":0.0}}`})
+		call, _ := json.Marshal(map[string]any{"type": "function_call", "name": "exec_command", "arguments": string(args), "call_id": fmt.Sprint("c", i)})
+		out, _ := json.Marshal(map[string]any{"type": "function_call_output", "call_id": fmt.Sprint("c", i), "output": "Process exited with code 0\nOutput:\n"})
 		fmt.Fprintf(&sb, `{"timestamp":"2025-09-24T19:22:22.000Z","type":"response_item","payload":%s}`+"\n", call)
 		fmt.Fprintf(&sb, `{"timestamp":"2025-09-24T19:22:23.000Z","type":"response_item","payload":%s}`+"\n", out)
 	}
@@ -102,12 +108,31 @@ func BenchmarkReplayedCallCLI(b *testing.B) {
 	if err := os.WriteFile(traj, []byte(sb.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	env := append(os.Environ(), "HOME="+home)
-	var shellCPU, pvCPU, oldCPU, shellWall, pvWall time.Duration
+	env := append(os.Environ(), "HOME="+home, "SHELL=/bin/bash")
+	var shellCPU, pvCPU, oldCPU, refCPU, shellWall, pvWall, refWall time.Duration
 	runs := 0
+	replayArgs := func(id string) []string {
+		return []string{"--agent", "codex", "--trajectory", traj, "--replay-only", "--workspace", ws, "--run-id", id,
+			"--state-dir", filepath.Join(dir, "state"), "--output-dir", filepath.Join(dir, "out")}
+	}
 	replay := func(bin, id string) time.Duration {
-		return childCPU(b, env, bin, "replay", "--agent", "codex", "--trajectory", traj, "--after-step", fmt.Sprint(calls), "--replay-only",
-			"--workspace", ws, "--run-id", id, "--state-dir", filepath.Join(dir, "state"), "--output-dir", filepath.Join(dir, "out"))
+		return childCPU(b, env, append([]string{bin, "replay", "--after-step", fmt.Sprint(calls)}, replayArgs(id)...)...)
+	}
+	ref, missing := pvisorref.Bin()
+	var refArgs []string
+	if ref != "" {
+		// pVisor probes the pinned Codex release even without a
+		// continuation: a stand-in prints it.
+		stand := filepath.Join(dir, "codex")
+		if err := os.WriteFile(stand, []byte("#!/bin/sh\necho 'codex-cli 0.149.0'\n"), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		refArgs = []string{"--agent-entrypoint", stand, "--after-step", "1"}
+		if why := pvisorref.Refusal(ref, append(refArgs, replayArgs("probe")...)...); why != "" {
+			b.Fatalf("pVisor %s refuses the rollout: %s", pvisorref.Version, why)
+		}
+	} else {
+		b.Log(missing)
 	}
 	for b.Loop() {
 		t0 := time.Now()
@@ -117,12 +142,16 @@ func BenchmarkReplayedCallCLI(b *testing.B) {
 		t1 := time.Now()
 		runs++
 		pvCPU += replay(bin, fmt.Sprint("r", runs))
-		shellWall, pvWall = shellWall+t1.Sub(t0), pvWall+time.Since(t1)
+		t2 := time.Now()
+		shellWall, pvWall = shellWall+t1.Sub(t0), pvWall+t2.Sub(t1)
+		if ref != "" {
+			refCPU += childCPU(b, env, append(append([]string{ref}, refArgs...), replayArgs(fmt.Sprint("ref", runs))...)...)
+			refWall += time.Since(t2)
+		}
 		if old != "" {
 			oldCPU += replay(old, fmt.Sprint("old", runs))
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "out", "r1", "result.json"))
 	var res struct {
 		ReplayedToolCalls int `json:"replayed_tool_calls"`
 		Metadata          struct {
@@ -131,6 +160,13 @@ func BenchmarkReplayedCallCLI(b *testing.B) {
 			} `json:"tool_isolation"`
 		} `json:"metadata"`
 	}
+	if ref != "" {
+		data, err := os.ReadFile(filepath.Join(dir, "out", "ref1", "result.json"))
+		if err != nil || json.Unmarshal(data, &res) != nil || res.ReplayedToolCalls != calls {
+			b.Fatalf("pVisor's replay: %v %.300s", err, data)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "out", "r1", "result.json"))
 	if err != nil || json.Unmarshal(data, &res) != nil || res.ReplayedToolCalls != calls {
 		b.Fatalf("replay: %v %.300s", err, data)
 	}
@@ -146,6 +182,12 @@ func BenchmarkReplayedCallCLI(b *testing.B) {
 	b.ReportMetric(float64(pvCPU)/float64(shellCPU), "cpu/bash-lc")
 	b.ReportMetric(per(pvWall)-per(shellWall), "wall-over-bash-lc-ms/call")
 	b.ReportMetric(float64(pvWall)/float64(shellWall), "wall/bash-lc")
+	if ref != "" {
+		b.ReportMetric(per(refCPU), "pvisor-sandbox-cpu-ms/call")
+		b.ReportMetric(per(refCPU-shellCPU), "pvisor-sandbox-cpu-over-bash-lc-ms/call")
+		b.ReportMetric(float64(pvCPU)/float64(refCPU), "cpu/pvisor-sandbox")
+		b.ReportMetric(float64(pvWall)/float64(refWall), "wall/pvisor-sandbox")
+	}
 	if old != "" {
 		b.ReportMetric(per(oldCPU-shellCPU), "baseline-bin-cpu-over-bash-lc-ms/call")
 		b.ReportMetric(float64(oldCPU)/float64(shellCPU), "baseline-bin-cpu/bash-lc")
