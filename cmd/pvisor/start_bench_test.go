@@ -38,22 +38,36 @@ func childCPU(b *testing.B, env []string, argv ...string) time.Duration {
 	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 }
 
+// toolInitCPU starts bin as a tool init without arguments: it exits 126
+// (exitShimSetup in package run) at once, its report going nowhere.
+func toolInitCPU(b *testing.B, bin string) time.Duration {
+	cmd := &exec.Cmd{Path: bin, Args: []string{"pvisor-tool-init"}}
+	if err := cmd.Run(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 126 {
+		b.Fatalf("tool init without arguments: %v (want exit 126)", err)
+	}
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+}
+
 // BenchmarkProcessStart is the CPU of `pvisor --version` (runtime start
 // plus every package init: what each process of a batch pays, target
 // ≤ 2 ms) against /bin/true started the same way, interleaved in one loop.
 // GODEBUG=inittrace=1 pvisor --version shows which package costs what.
 // PVISOR_BENCH_BASELINE_BIN=/path/to/an/older/pvisor runs that binary in
-// the same loop too.
+// the same loop too. tool-init-start-cpu-ms is the binary started as an
+// isolated call's init (argv[0] pvisor-tool-init) that stops at its
+// argument check: what every isolated call pays before any namespace work
+// (package init up to package run's, which checks argv[0]).
 func BenchmarkProcessStart(b *testing.B) {
 	bin := releaseBinary(b)
 	old := os.Getenv("PVISOR_BENCH_BASELINE_BIN")
 	const reps = 50
-	var pv, base, oldCPU time.Duration
+	var pv, base, oldCPU, toolInit time.Duration
 	n := 0
 	for b.Loop() {
 		for range reps {
 			base += childCPU(b, os.Environ(), "/bin/true")
 			pv += childCPU(b, os.Environ(), bin, "--version")
+			toolInit += toolInitCPU(b, bin)
 			if old != "" {
 				oldCPU += childCPU(b, os.Environ(), old, "--version")
 			}
@@ -64,6 +78,7 @@ func BenchmarkProcessStart(b *testing.B) {
 	b.ReportMetric(ms(pv), "start-cpu-ms")
 	b.ReportMetric(ms(base), "true-cpu-ms")
 	b.ReportMetric(float64(pv)/float64(base), "start/true")
+	b.ReportMetric(ms(toolInit), "tool-init-start-cpu-ms")
 	if old != "" {
 		b.ReportMetric(ms(oldCPU), "baseline-bin-start-cpu-ms")
 		b.ReportMetric(float64(pv)/float64(oldCPU), "start/baseline-bin")
