@@ -114,7 +114,14 @@ e2e:
 releases: build
 	-$(BIN) doctor --releases
 
+# Every benchmark, with pVisor 0.3.1 (PyPI pvisor-sandbox, installed into
+# .e2e/ first) beside pvisor where it accepts the input: the "-vs-pvisor-sandbox"
+# and "/pvisor-sandbox" metrics are pvisor's cost over pVisor's in the same
+# loop (BenchmarkPrepareOnly, BenchmarkReplayedCallCLI), next to the
+# physical baselines (sha256sum, bash -lc). Without python3/pip the install
+# fails and so does this target; the benchmarks alone skip the comparison.
 bench:
+	bash testdata/e2e/install-pvisor-sandbox.sh >/dev/null
 	$(GO) test -run='^$$' -bench=. -benchmem $(PKGS)
 
 # Continuation of each agent by pvisor against the same CLI resuming the same

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pvisor/pvisor/overlay"
-	"github.com/pvisor/pvisor/run/egress"
+	"github.com/pvisor/pvisor/run/egress/nsrelay"
 )
 
 // Isolation keeps a replayed tool away from pvisor: a trajectory is
@@ -37,15 +36,24 @@ type Isolation struct {
 	// loopback, up.
 	NoNetwork bool
 	// Egress, with NoNetwork, is the tools' only way out of their network
-	// namespace: each init listens on egress.NamespaceAddr inside it and
-	// hands every connection to this proxy (egress.Relay), and the tools'
+	// namespace: each init listens on nsrelay.NamespaceAddr inside it and
+	// hands every connection to this proxy (nsrelay.Relay), and the tools'
 	// HTTP_PROXY/HTTPS_PROXY point there. Connections are attributed to the
 	// call current when the process was started.
-	Egress *egress.Proxy
+	Egress EgressProxy
 	// Memory, when set, is the run's memory cgroup: each call's init joins
 	// it before starting the tool, and a tool the OOM killer ends gets a
 	// line on its stderr that says so. DataLimit is then usually 0.
 	Memory *MemoryCgroup
+}
+
+// EgressProxy is the egress proxy (egress.Proxy) as the init needs it: an
+// interface, so that this package, linked into every call's init, does not
+// import the proxy's HTTP packages, whose package init would run first.
+type EgressProxy interface {
+	// Attach returns the init's end of the channel, and the function to
+	// call once the init started (true) or could not (false).
+	Attach() (child *os.File, start func(ok bool), err error)
 }
 
 // shimArg0 marks the re-executed init (see init); argv[0] rather than an
@@ -143,7 +151,7 @@ func shim(args []string) int {
 	if egressOn {
 		// Listening before the tool starts: nothing in the namespace can
 		// take the port first, and there is no other way out.
-		if err := egress.Relay(os.NewFile(shimEgressFD, "egress")); err != nil {
+		if err := nsrelay.Relay(os.NewFile(shimEgressFD, "egress")); err != nil {
 			return fail("%v", err)
 		}
 		env = withProxyEnv(env)
@@ -263,7 +271,7 @@ func withProxyEnv(env []string) []string {
 		out = append(out, kv)
 	}
 	for _, name := range []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"} {
-		out = append(out, name+"="+egress.ProxyURL)
+		out = append(out, name+"="+nsrelay.ProxyURL)
 	}
 	return out
 }
@@ -358,16 +366,29 @@ func LoopbackUp() error {
 
 // CheckLoopbackOnly fails unless lo, up, is the only network interface in
 // sight: what a process in a fresh namespace after LoopbackUp should see.
+// It reads /proc/thread-self/net/dev (this thread's namespace) rather than use
+// package net, whose package init would otherwise run in every call's init.
 func CheckLoopbackOnly() error {
-	ifs, err := net.Interfaces()
+	data, err := os.ReadFile("/proc/thread-self/net/dev")
 	if err != nil {
 		return fmt.Errorf("list network interfaces: %w", err)
 	}
-	if len(ifs) != 1 || ifs[0].Name != "lo" || ifs[0].Flags&net.FlagUp == 0 {
-		names := make([]string, len(ifs))
-		for i, f := range ifs {
-			names[i] = f.Name
+	var names []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if name, _, ok := strings.Cut(line, ":"); ok && !strings.Contains(name, "|") {
+			names = append(names, strings.TrimSpace(name))
 		}
+	}
+	up := false
+	if len(names) == 1 && names[0] == "lo" {
+		if fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err == nil {
+			if ifr, err := unix.NewIfreq("lo"); err == nil && unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr) == nil {
+				up = ifr.Uint16()&unix.IFF_UP != 0
+			}
+			unix.Close(fd)
+		}
+	}
+	if !up {
 		return fmt.Errorf("the network namespace is not loopback-only: interfaces %v", names)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ClusterJob describes the array job that runs a batch in Shards shares.
@@ -38,13 +39,20 @@ type K8sOptions struct {
 	BackoffLimitPerIndex int    // backoffLimitPerIndex (0: 2)
 }
 
+// Compiled on first use: the bounded repetitions expand to ~460 KB of
+// program, which as package init every pvisor process (each batch child,
+// `pvisor --version`) paid at start, about a millisecond.
 var (
-	slurmTime    = regexp.MustCompile(`^([0-9]+-)?[0-9]{1,4}(:[0-9]{2}){0,2}$|^UNLIMITED$`)
-	slurmMemory  = regexp.MustCompile(`^[0-9]{1,9}[KMGT]?$`)
-	slurmName    = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}(,[A-Za-z0-9_.-]{1,64}){0,15}$`)
-	k8sQuantity  = regexp.MustCompile(`^[0-9]{1,9}(\.[0-9]{1,3})?(Ki|Mi|Gi|Ti|K|M|G|T)?$`)
+	slurmTime    = lazyRegexp(`^([0-9]+-)?[0-9]{1,4}(:[0-9]{2}){0,2}$|^UNLIMITED$`)
+	slurmMemory  = lazyRegexp(`^[0-9]{1,9}[KMGT]?$`)
+	slurmName    = lazyRegexp(`^[A-Za-z0-9_.-]{1,64}(,[A-Za-z0-9_.-]{1,64}){0,15}$`)
+	k8sQuantity  = lazyRegexp(`^[0-9]{1,9}(\.[0-9]{1,3})?(Ki|Mi|Gi|Ti|K|M|G|T)?$`)
 	maxBackoffPI = 100
 )
+
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // Check reports the options that are not what the scheduler accepts,
 // naming the key and an example.
@@ -54,10 +62,10 @@ func (o SlurmOptions) Check() []error {
 		key, v, example string
 		re              *regexp.Regexp
 	}{
-		{"time", o.Time, `"2:00:00" or "1-00:00"`, slurmTime},
-		{"memory", o.Memory, `"8G"`, slurmMemory},
-		{"partition", o.Partition, `"gpu" or "short,long"`, slurmName},
-		{"account", o.Account, `"my-lab"`, slurmName},
+		{"time", o.Time, `"2:00:00" or "1-00:00"`, slurmTime()},
+		{"memory", o.Memory, `"8G"`, slurmMemory()},
+		{"partition", o.Partition, `"gpu" or "short,long"`, slurmName()},
+		{"account", o.Account, `"my-lab"`, slurmName()},
 	} {
 		if c.v != "" && !c.re.MatchString(c.v) {
 			errs = append(errs, fmt.Errorf("[batch.slurm] %s = %q: not a Slurm %s (e.g. %s)", c.key, c.v, c.key, c.example))
@@ -69,7 +77,7 @@ func (o SlurmOptions) Check() []error {
 // Check reports the options Kubernetes would refuse.
 func (o K8sOptions) Check() []error {
 	var errs []error
-	if o.Memory != "" && !k8sQuantity.MatchString(o.Memory) {
+	if o.Memory != "" && !k8sQuantity().MatchString(o.Memory) {
 		errs = append(errs, fmt.Errorf("[batch.k8s] memory = %q: not a Kubernetes quantity (e.g. \"8Gi\")", o.Memory))
 	}
 	if o.BackoffLimitPerIndex < 0 || o.BackoffLimitPerIndex > maxBackoffPI {

@@ -1,12 +1,13 @@
 package egress
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pvisor/pvisor/run/egress/nsrelay"
 )
 
 // Attach makes the channel one tool init hands its connections over: a
@@ -90,48 +91,6 @@ func (p *Proxy) receive(uc *net.UnixConn, call Call) {
 	}
 }
 
-// Relay runs in a tool's init, inside the tool's network namespace: it
-// listens on NamespaceAddr and passes every accepted connection to the
-// proxy over ctrl (the child end of Attach). It returns once listening;
-// the relay then runs until the init exits. The listening socket and ctrl
-// are close-on-exec, so the tool inherits neither.
-func Relay(ctrl *os.File) error {
-	l, err := net.Listen("tcp", NamespaceAddr)
-	if err != nil {
-		return fmt.Errorf("egress relay: listen on %s: %w", NamespaceAddr, err)
-	}
-	unix.CloseOnExec(int(ctrl.Fd()))
-	raw, err := ctrl.SyscallConn()
-	if err != nil {
-		l.Close()
-		return err
-	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				continue
-			}
-			tc := c.(*net.TCPConn)
-			f, err := tc.File()
-			tc.Close()
-			if err != nil {
-				continue
-			}
-			var sendErr error
-			ctlErr := raw.Control(func(fd uintptr) {
-				sendErr = unix.Sendmsg(int(fd), []byte{'c'}, unix.UnixRights(int(f.Fd())), nil, 0)
-			})
-			f.Close()
-			if ctlErr != nil || sendErr != nil {
-				// The proxy is gone: the tool's connection ends, nothing
-				// goes around it.
-				continue
-			}
-		}
-	}()
-	return nil
-}
+// Relay is the init's side of Attach, in its own small package (see
+// nsrelay) so that the tool init links no HTTP.
+func Relay(ctrl *os.File) error { return nsrelay.Relay(ctrl) }

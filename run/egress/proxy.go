@@ -14,14 +14,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pvisor/pvisor/run/egress/nsrelay"
 )
 
 // NamespaceAddr is where a tool's init listens inside the tool's network
 // namespace (its only interface is lo); the tools' HTTP_PROXY points here.
-const NamespaceAddr = "127.0.0.1:3128"
+const NamespaceAddr = nsrelay.NamespaceAddr
 
 // ProxyURL is the proxy as the tools' environment names it.
-const ProxyURL = "http://" + NamespaceAddr
+const ProxyURL = nsrelay.ProxyURL
 
 // Options tune a Proxy; the zero value is usable.
 type Options struct {

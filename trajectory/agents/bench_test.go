@@ -29,13 +29,15 @@ var (
 	bigOnce     sync.Map
 	sessionRe   = regexp.MustCompile(`"sessionId":"[^"]*"`)
 	uuidFieldRe = regexp.MustCompile(`"uuid":"([^"]+)"`)
+	// claudeVersionRe is the CLI release on every Claude entry.
+	claudeVersionRe = regexp.MustCompile(`"version":"[0-9][0-9.]*"`)
 )
 
 // bigClaude repeats a Claude session; copy k's root (its first entry with
 // a null parentUuid: not line 0 in 2.1.x recordings, which open with
 // queue-operation lines) is re-parented onto the last entry of copy k-1.
 func bigClaude(tb testing.TB, src string, size int64) string {
-	return bigFile(tb, "claude", src, size, func(w *bufio.Writer, lines []string, k int, prevLast string) string {
+	return bigFile(tb, "claude-"+filepath.Base(src), src, size, func(w *bufio.Writer, lines []string, k int, prevLast string) string {
 		last := prevLast
 		linked := false
 		for _, l := range lines {
@@ -60,6 +62,26 @@ func bigClaude(tb testing.TB, src string, size int64) string {
 		}
 		return last
 	})
+}
+
+// bigClaudePinned is bigClaude of src with every "version" set to 2.1.220,
+// the one Claude release pVisor 0.3.1 accepts.
+func bigClaudePinned(tb testing.TB, src string, size int64) string {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		tb.Skipf("sample %s: %v", src, err)
+	}
+	pinned := filepath.Join(tb.TempDir(), "pinned-"+filepath.Base(src))
+	data = claudeVersionRe.ReplaceAll(data, []byte(`"version":"2.1.220"`))
+	if err := os.WriteFile(pinned, data, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return bigClaude(tb, pinned, size)
+}
+
+// bigPiEvents repeats a `pi --mode json` stream that has no session header.
+func bigPiEvents(tb testing.TB, src string, size int64) string {
+	return bigRepeat(tb, "pi-events-"+filepath.Base(src), src, size, false)
 }
 
 // bigCodex repeats the response items of a rollout after one session_meta.
@@ -214,7 +236,9 @@ const (
 	claudeSample   = "../../testdata/trajectories/claude-code/ccviewer_5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
 	codexSample    = "../../testdata/trajectories/codex/codemie_rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl"
 	piSample       = "../../testdata/trajectories/pi/pimono_before-compaction.jsonl"
-	piEventsSample = "../../testdata/e2e/sessions/pi@1.6.0/stdout.jsonl" // `pi --mode json`, its header once
+	piEventsSample = "../../testdata/e2e/sessions/pi@1.6.0/stdout.jsonl"                                          // `pi --mode json`, its header once
+	piTakopiSample = "../../testdata/trajectories/pi/takopi_pi_print_mode_events.jsonl"                           // `pi --mode json` without a header
+	claudeRecorded = "../../testdata/e2e/sessions/claude-code@2.1.332/d0465159-22d9-4f2c-b1b3-3d55774e8b6c.jsonl" // 2.1.x: sourceToolAssistantUUID on results
 	openCodeSample = "../opencode/testdata/ortus_run_session2.jsonl"
 )
 

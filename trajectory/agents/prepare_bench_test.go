@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pvisor/pvisor/internal/pvisorref"
 	"github.com/pvisor/pvisor/trajectory/claude"
 	"github.com/pvisor/pvisor/trajectory/codex"
 	"github.com/pvisor/pvisor/trajectory/opencode"
@@ -31,23 +32,44 @@ import (
 // system of each child) is steadier, but hides what runs in parallel.
 // PVISOR_BENCH_BASELINE_BIN=/path/to/an/older/pvisor runs that binary in the
 // same loop too and reports the new one's wall time over it.
+//
+// pVisor 0.3.1 (pvisorref; make bench installs it) prepares the same file in
+// the same loop wherever it accepts it, and pvisor's CPU, wall and peak RSS
+// are reported over its (the "-vs-pvisor-sandbox" ratios). pVisor pins
+// Claude to 2.1.220 exactly and takes Pi as "pi-agent" with its own tool
+// set, so the "claude-2.1.220" and "pi-events-takopi" inputs are added for
+// it; on the others it says why it refuses, and the benchmark logs that.
 func BenchmarkPrepareOnly(b *testing.B) {
 	bin := buildPvisor(b)
+	ref, missing := pvisorref.Bin()
+	if missing != "" {
+		b.Log(missing)
+	}
 	for _, tc := range []struct {
 		name, agent string
 		gen         func(testing.TB, string, int64) string
 		src         string
+		refAgent    string // pVisor's name of the agent
 	}{
-		{claude.AgentName, claude.AgentName, bigClaude, claudeSample},
-		{codex.AgentName, codex.AgentName, bigCodex, codexSample},
-		{opencode.AgentName, opencode.AgentName, bigOpenCode, openCodeSample},
-		{pi.AgentName, pi.AgentName, bigPi, piSample},
-		{"pi-events", pi.AgentName, bigPi, piEventsSample},
+		{claude.AgentName, claude.AgentName, bigClaude, claudeSample, claude.AgentName},
+		{"claude-2.1.220", claude.AgentName, bigClaudePinned, claudeRecorded, claude.AgentName},
+		{codex.AgentName, codex.AgentName, bigCodex, codexSample, codex.AgentName},
+		{opencode.AgentName, opencode.AgentName, bigOpenCode, openCodeSample, opencode.AgentName},
+		{pi.AgentName, pi.AgentName, bigPi, piSample, "pi-agent"},
+		{"pi-events", pi.AgentName, bigPi, piEventsSample, "pi-agent"},
+		{"pi-events-takopi", pi.AgentName, bigPiEvents, piTakopiSample, "pi-agent"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			path := tc.gen(b, tc.src, bigTarget)
-			var wc, pv, wcCPU, pvCPU, sha, shaCPU, old, oldCPU []time.Duration
-			var rss, oldRSS int64
+			refBin := ref
+			if refBin != "" {
+				if why := pvisorref.Refusal(refBin, prepareArgs(b, tc.refAgent, path)[1:]...); why != "" {
+					b.Logf("pVisor %s refuses this input (%s): no comparison with it", pvisorref.Version, why)
+					refBin = ""
+				}
+			}
+			var wc, pv, wcCPU, pvCPU, sha, shaCPU, old, oldCPU, theirs, theirsCPU []time.Duration
+			var rss, oldRSS, theirsRSS int64
 			oldBin := os.Getenv("PVISOR_BENCH_BASELINE_BIN")
 			for b.Loop() {
 				c := runChild(b, "wc", "-l", path)
@@ -61,6 +83,17 @@ func BenchmarkPrepareOnly(b *testing.B) {
 					c = runChild(b, oldBin, prepareArgs(b, tc.agent, path)...)
 					old, oldCPU, oldRSS = append(old, c.wall), append(oldCPU, c.cpu), max(oldRSS, c.rssKiB)
 				}
+				if refBin != "" {
+					c = runChild(b, refBin, prepareArgs(b, tc.refAgent, path)[1:]...)
+					theirs, theirsCPU, theirsRSS = append(theirs, c.wall), append(theirsCPU, c.cpu), max(theirsRSS, c.rssKiB)
+				}
+			}
+			if refBin != "" {
+				b.ReportMetric(median(pvCPU).Seconds()/median(theirsCPU).Seconds(), "cpu-ratio-vs-pvisor-sandbox")
+				b.ReportMetric(median(pv).Seconds()/median(theirs).Seconds(), "ratio-vs-pvisor-sandbox")
+				b.ReportMetric(float64(rss)/float64(theirsRSS), "rss-ratio-vs-pvisor-sandbox")
+				b.ReportMetric(median(theirsCPU).Seconds()/median(shaCPU).Seconds(), "pvisor-sandbox-cpu-ratio-vs-sha256sum")
+				b.ReportMetric(float64(theirsRSS)/1024, "pvisor-sandbox-peak-rss-MB")
 			}
 			if oldBin != "" {
 				b.ReportMetric(median(pv).Seconds()/median(old).Seconds(), "ratio-vs-baseline-bin")
