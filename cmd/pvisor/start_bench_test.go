@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pvisor/pvisor/internal/pvisorref"
+	"github.com/pvisor/pvisor/result/pvisorref"
 )
 
 // releaseBinary builds the binary as `make build` does: the test binary

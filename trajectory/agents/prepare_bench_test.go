@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pvisor/pvisor/internal/pvisorref"
+	"github.com/pvisor/pvisor/result/pvisorref"
 	"github.com/pvisor/pvisor/trajectory/claude"
 	"github.com/pvisor/pvisor/trajectory/codex"
 	"github.com/pvisor/pvisor/trajectory/opencode"
