@@ -92,7 +92,7 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 	switch {
 	case ct.stop == agentproc.StopRefused && ct.refusal != nil:
 		return result.AgentFailed, fail(result.ContinuationError,
-			"the bridge refused a model request and stopped %s (nothing was forwarded): %s", bin, ct.refusal.Reason)
+			"the bridge refused a model request and stopped %s (that request was not forwarded): %s", bin, ct.refusal.Reason)
 	case ct.stop == agentproc.StopBudget:
 		return result.AgentMaxSteps, nil
 	case ct.stop == agentproc.StopIdle:
