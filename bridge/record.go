@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -66,6 +67,27 @@ type UpstreamFailure struct {
 	Status  int         `json:"status"` // what the client got: the upstream's status, or 502
 	Seq     int         `json:"seq"`
 	Message string      `json:"message,omitempty"` // bridge-made failures only; upstream bodies are not kept
+	// Timeout says which upstream timeout ended the request, if one did:
+	// TimeoutFirstByte or TimeoutIdle.
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// UpstreamFailure.Timeout values.
+const (
+	TimeoutFirstByte = "first_byte"
+	TimeoutIdle      = "idle"
+)
+
+// timeoutOf names the upstream timeout behind err, "" for none.
+func timeoutOf(err error) string {
+	var te *TimeoutError
+	switch {
+	case !errors.As(err, &te):
+		return ""
+	case te.Idle:
+		return TimeoutIdle
+	}
+	return TimeoutFirstByte
 }
 
 // Stats counts requests by outcome.

@@ -394,6 +394,12 @@ func (s *Server) forward(ctx context.Context, w *statusWriter, req *Request, ex 
 			rec.Outcome = OutcomeCanceled
 			return false
 		}
+		if t := timeoutOf(err); t != "" {
+			// 504: the service was reached and did not answer in time.
+			upstreamFail(http.StatusGatewayTimeout, "model upstream timed out: "+err.Error(), true)
+			ex.fail.Timeout = t
+			return false
+		}
 		upstreamFail(http.StatusBadGateway, "model upstream unreachable: "+err.Error(), true)
 		return false
 	}
@@ -435,7 +441,8 @@ func (s *Server) forward(ctx context.Context, w *statusWriter, req *Request, ex 
 	case readErr != nil:
 		rec.Outcome = OutcomeUpstreamFail
 		rec.Message = "model upstream stream broke off: " + readErr.Error()
-		ex.fail = &UpstreamFailure{Kind: FailureConnection, Status: res.StatusCode, Seq: req.Seq, Message: rec.Message}
+		ex.fail = &UpstreamFailure{Kind: FailureConnection, Status: res.StatusCode, Seq: req.Seq, Message: rec.Message,
+			Timeout: timeoutOf(readErr)}
 		return true
 	case ex.fail != nil:
 		rec.Outcome = OutcomeUpstreamFail

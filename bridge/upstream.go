@@ -2,10 +2,12 @@ package bridge
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -52,6 +54,37 @@ type UpstreamConfig struct {
 	// after the bridge checked it (--disable-thinking's
 	// chat_template_kwargs); an object value merges into an object member.
 	BodyFields map[string]json.RawMessage
+	// FirstByteTimeout bounds the wait from sending a request to the
+	// response headers; IdleTimeout bounds each wait for the next body
+	// bytes once the answer streams. 0 means the defaults below.
+	FirstByteTimeout time.Duration
+	IdleTimeout      time.Duration
+}
+
+// The upstream timeouts' defaults. A streaming answer's headers arrive at
+// once, but a non-streaming one's come only after all of the model's
+// thinking, which can take minutes: 8 minutes leaves that room and still
+// ends under the agent watchdog's 10 minutes, so a stalled service is named
+// as the cause. Between stream bytes, a reasoning model that hides its
+// thinking can be silent for minutes; 5 minutes is what OpenAI's own Codex
+// CLI allows a stream before it calls it dead (stream_idle_timeout_ms).
+const (
+	DefaultFirstByteTimeout = 8 * time.Minute
+	DefaultIdleTimeout      = 5 * time.Minute
+)
+
+// TimeoutError is an upstream request ended by FirstByteTimeout (Idle
+// false: no response headers) or IdleTimeout (Idle: the body stopped).
+type TimeoutError struct {
+	Idle  bool
+	After time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	if e.Idle {
+		return fmt.Sprintf("the model upstream's answer stopped: no bytes for %s", e.After)
+	}
+	return fmt.Sprintf("the model upstream sent no response headers within %s", e.After)
 }
 
 // Defaults used when neither the options nor the environment name a base URL.
@@ -90,6 +123,8 @@ type HTTPUpstream struct {
 	headers   http.Header
 	fields    map[string]json.RawMessage
 	rt        http.RoundTripper
+	firstByte time.Duration
+	idle      time.Duration
 }
 
 // ErrNoAPIKey is wrapped by NewHTTPUpstream's error when a provider's public
@@ -128,7 +163,11 @@ func NewHTTPUpstream(cfg UpstreamConfig) (*HTTPUpstream, error) {
 	}
 	base.Path = strings.TrimSuffix(base.Path, "/")
 	base.RawPath = ""
-	u := &HTTPUpstream{proto: cfg.Protocol, base: base, rt: cfg.Transport, headers: http.Header{}, fields: cfg.BodyFields}
+	if cfg.FirstByteTimeout < 0 || cfg.IdleTimeout < 0 {
+		return nil, fmt.Errorf("upstream %s: a timeout is negative; give a positive duration (or 0 for the default)", cfg.Protocol)
+	}
+	u := &HTTPUpstream{proto: cfg.Protocol, base: base, rt: cfg.Transport, headers: http.Header{}, fields: cfg.BodyFields,
+		firstByte: cmp.Or(cfg.FirstByteTimeout, DefaultFirstByteTimeout), idle: cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)}
 	for k, v := range cfg.Headers {
 		u.headers[http.CanonicalHeaderKey(k)] = append([]string(nil), v...)
 	}
@@ -153,7 +192,8 @@ func NewHTTPUpstream(cfg UpstreamConfig) (*HTTPUpstream, error) {
 // model traffic must go exactly where the base URL says (an ambient HTTPS_PROXY
 // would otherwise see the key and the prompts). DisableCompression plus an explicit
 // Accept-Encoding: identity keep the response bytes as the provider sent them.
-// There is no response timeout: a model may think for minutes, and the client's
+// The transport has no response timeout of its own: Send times the headers
+// and the body's silences (FirstByteTimeout, IdleTimeout), and the client's
 // cancellation ends the request.
 func newTransport() *http.Transport {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -215,8 +255,10 @@ func (u *HTTPUpstream) Send(ctx context.Context, req *Request) (*http.Response, 
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", u, err)
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
 	if err != nil {
+		cancel(nil)
 		return nil, fmt.Errorf("upstream %s: %w", u, err)
 	}
 	hr.Header = req.Header.Clone()
@@ -234,14 +276,57 @@ func (u *HTTPUpstream) Send(ctx context.Context, req *Request) (*http.Response, 
 	if hr.Header.Get("Content-Type") == "" {
 		hr.Header.Set("Content-Type", "application/json")
 	}
+	timer := time.AfterFunc(u.firstByte, func() { cancel(&TimeoutError{After: u.firstByte}) })
 	res, err := u.rt.RoundTrip(hr)
+	timer.Stop()
 	if err != nil {
+		var te *TimeoutError
+		if errors.As(context.Cause(ctx), &te) {
+			cancel(nil)
+			return nil, fmt.Errorf("upstream %s: %w", u, te)
+		}
+		cancel(nil)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("upstream %s: %w", u, scrub(err, u.secret))
 	}
+	b := &idleBody{rc: res.Body, ctx: ctx, cancel: cancel, after: u.idle}
+	b.timer = time.AfterFunc(u.idle, func() { cancel(&TimeoutError{Idle: true, After: u.idle}) })
+	b.timer.Stop() // armed by each Read
+	res.Body = b
 	return res, nil
+}
+
+// idleBody ends the request when one Read waits longer than after for the
+// upstream. Only the time spent inside Read counts: a client that reads
+// slowly holds the bridge up, not the upstream.
+type idleBody struct {
+	rc     io.ReadCloser
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	after  time.Duration
+	timer  *time.Timer
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	b.timer.Reset(b.after)
+	n, err := b.rc.Read(p)
+	b.timer.Stop()
+	if err != nil && err != io.EOF {
+		var te *TimeoutError
+		if errors.As(context.Cause(b.ctx), &te) {
+			return n, te
+		}
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	err := b.rc.Close()
+	b.cancel(nil)
+	return err
 }
 
 // scrub guarantees that an error message cannot carry the credential, whatever a

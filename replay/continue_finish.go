@@ -92,7 +92,7 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 	switch {
 	case ct.stop == agentproc.StopRefused && ct.refusal != nil:
 		return result.AgentFailed, fail(result.ContinuationError,
-			"the bridge refused a model request and stopped %s (nothing was forwarded): %s", bin, ct.refusal.Reason)
+			"the bridge refused a model request and stopped %s (that request was not forwarded): %s", bin, ct.refusal.Reason)
 	case ct.stop == agentproc.StopBudget:
 		return result.AgentMaxSteps, nil
 	case ct.stop == agentproc.StopIdle:
@@ -109,7 +109,7 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 		if lf := ct.stats.LastFailure; lf != nil {
 			cat := map[bridge.FailureKind]string{bridge.FailureRateLimit: result.ModelRateLimit,
 				bridge.FailureInternal: result.ModelInternalError, bridge.FailureConnection: result.ModelConnectionError}[lf.Kind]
-			return result.AgentFailed, fail(cat, "%s failed after the model upstream answered request %d with %d (%s); retry later", bin, lf.Seq, lf.Status, lf.Kind)
+			return result.AgentFailed, fail(cat, "%s; retry later", UpstreamFailed(bin, lf))
 		}
 		how := fmt.Sprintf("status %d", ct.code)
 		if ct.signal != "" {

@@ -113,6 +113,11 @@ type Request struct {
 	// IdleTimeout stops a continued agent that neither writes output nor
 	// talks to the model for this long; 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration `json:",omitempty"`
+	// UpstreamFirstByteTimeout and UpstreamIdleTimeout bound a model
+	// upstream's wait for response headers and each silence of its stream
+	// (0: bridge.DefaultFirstByteTimeout, bridge.DefaultIdleTimeout).
+	UpstreamFirstByteTimeout time.Duration `json:",omitempty"`
+	UpstreamIdleTimeout      time.Duration `json:",omitempty"`
 	// Progress reports the run on stderr: ProgressLines, ProgressLive, or
 	// nothing ("" / ProgressOff). It travels to an overlay worker, which
 	// reports the steps it replays itself.

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -62,6 +63,9 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 	meta := map[string]any{"kind": name, "protocol": string(l.Protocol())}
 	var up bridge.Upstream
 	if name == UpstreamRecorded {
+		if r.req.UpstreamFirstByteTimeout != 0 || r.req.UpstreamIdleTimeout != 0 {
+			return nil, nil, configErr("%v", ErrRecordedTimeouts)
+		}
 		off, err := r.disableThinking(r.plan.Format.Agent(), "")
 		if err != nil {
 			return nil, nil, err
@@ -100,7 +104,8 @@ func (r *run) upstream(l Launcher, c *Continuation) (bridge.Upstream, map[string
 			meta["disable_thinking"] = off.Effect
 		}
 		c.AgentArgs = append(slices.Clone(c.AgentArgs), off.Args...)
-		cfg, err := r.req.Endpoint.Config(bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.Fields}, os.Getenv)
+		cfg, err := r.req.Endpoint.Config(bridge.UpstreamConfig{Protocol: p, Headers: r.routerHeaders(), BodyFields: off.Fields,
+			FirstByteTimeout: r.req.UpstreamFirstByteTimeout, IdleTimeout: r.req.UpstreamIdleTimeout}, os.Getenv)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -152,6 +157,23 @@ func ModelUpstream(cfg bridge.UpstreamConfig, agentProto bridge.Protocol, agent,
 	}
 	meta["endpoint"] = hu.String()
 	return hu, nil
+}
+
+// ErrRecordedTimeouts refuses upstream timeouts with the recorded upstream.
+var ErrRecordedTimeouts = errors.New("the upstream timeouts apply to a model service; --upstream recorded answers from the trajectory at once: remove them")
+
+// UpstreamFailed says how the model upstream failed bin's request; a
+// timeout is named with the flag that raises it.
+func UpstreamFailed(bin string, lf *bridge.UpstreamFailure) string {
+	if flag, ok := timeoutFlags[lf.Timeout]; ok {
+		return fmt.Sprintf("%s failed after request %d: %s; if the model is slow rather than stalled, raise %s", bin, lf.Seq, lf.Message, flag)
+	}
+	return fmt.Sprintf("%s failed after the model upstream answered request %d with %d (%s)", bin, lf.Seq, lf.Status, lf.Kind)
+}
+
+var timeoutFlags = map[string]string{
+	bridge.TimeoutFirstByte: "--upstream-first-byte-timeout (upstream_first_byte_timeout_ms in a TOML file)",
+	bridge.TimeoutIdle:      "--upstream-idle-timeout (upstream_idle_timeout_ms in a TOML file)",
 }
 
 // noServiceUpstream says what each upstream that needs no model service does.

@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/prompt"
 	toolrun "github.com/pvisor/pvisor/run"
@@ -52,6 +54,10 @@ type replayTable struct {
 	DisableThinking        bool              `toml:"disable_thinking"`
 	Upstream               string            `toml:"upstream"`
 	UpstreamModel          string            `toml:"upstream_model"`
+	// --upstream-first-byte-timeout and --upstream-idle-timeout, in ms as
+	// the other durations of a config (0 or unset: the defaults).
+	UpstreamFirstByteTimeoutMS int `toml:"upstream_first_byte_timeout_ms"`
+	UpstreamIdleTimeoutMS      int `toml:"upstream_idle_timeout_ms"`
 	// TrajectoryAssets is pVisor's; refused (assetsRefused).
 	TrajectoryAssets *string `toml:"trajectory_assets"`
 }
@@ -122,6 +128,12 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 	if r.MaxSteps != nil {
 		req.MaxSteps, req.MaxStepsSet = *r.MaxSteps, true
 	}
+	if r.UpstreamFirstByteTimeoutMS < 0 || r.UpstreamIdleTimeoutMS < 0 {
+		return req, fmt.Errorf("%s: upstream_first_byte_timeout_ms and upstream_idle_timeout_ms must be positive (or unset for %s and %s)",
+			path, bridge.DefaultFirstByteTimeout, bridge.DefaultIdleTimeout)
+	}
+	req.UpstreamFirstByteTimeout = time.Duration(r.UpstreamFirstByteTimeoutMS) * time.Millisecond
+	req.UpstreamIdleTimeout = time.Duration(r.UpstreamIdleTimeoutMS) * time.Millisecond
 	req.BoundaryUserPromptFile = rel(r.BoundaryUserPromptFile)
 	for _, k := range slices.Sorted(maps.Keys(r.PromptArgs)) {
 		req.PromptArgs = append(req.PromptArgs, prompt.Arg{Key: k, Value: r.PromptArgs[k]})

@@ -6,9 +6,11 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/pvisor/pvisor/bridge"
 	"github.com/pvisor/pvisor/replay/resume"
 	"github.com/pvisor/pvisor/trajectory/agents"
 )
@@ -98,4 +100,27 @@ func withAgents(usage string) string {
 		"{resume-agents}", list(resume.ResumeAgents()),
 		"{example-agent}", agents.Launchers()[0],
 	).Replace(usage)
+}
+
+// upstreamTimeoutVars declares the model upstream's timeouts. Unset, they
+// stay 0 (the bridge's defaults), so a --config or a batch can still set
+// them and --upstream recorded, which has no use for them, can refuse them.
+func upstreamTimeoutVars(fs *pflag.FlagSet, firstByte, idle *time.Duration) {
+	fs.DurationVar(firstByte, "upstream-first-byte-timeout", 0,
+		"fail a model request whose response headers take longer (default "+bridge.DefaultFirstByteTimeout.String()+": room for a non-streamed answer's thinking)")
+	fs.DurationVar(idle, "upstream-idle-timeout", 0,
+		"fail a model answer whose stream is silent longer (default "+bridge.DefaultIdleTimeout.String()+")")
+}
+
+// checkUpstreamTimeouts refuses a timeout given as 0 or less: 0 would read
+// as "no timeout" but means the default.
+func checkUpstreamTimeouts(fs *pflag.FlagSet) error {
+	for _, name := range []string{"upstream-first-byte-timeout", "upstream-idle-timeout"} {
+		if f := fs.Lookup(name); f != nil && fs.Changed(name) {
+			if d, _ := time.ParseDuration(f.Value.String()); d <= 0 {
+				return fmt.Errorf("--%s %s: give a positive duration such as 10m", name, f.Value)
+			}
+		}
+	}
+	return nil
 }

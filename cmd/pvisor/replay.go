@@ -192,6 +192,7 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	fs.BoolVar(&req.DisableThinking, "disable-thinking", false, "turn the model's thinking off, as pVisor maps it per agent and upstream (see README)")
 	fs.StringVar(&req.Upstream, "upstream", "", "model upstream: recorded, openai-responses, anthropic or openai-chat (default: the agent's own protocol)")
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
+	upstreamTimeoutVars(fs, &req.UpstreamFirstByteTimeout, &req.UpstreamIdleTimeout)
 	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
 	assets := fs.String("trajectory-assets", "", "SWE-agent problem files `dir`: refused (SWE-agent sessions are inspected and prepared only)")
 	fs.StringVar(&req.Run.Executor, "executor", "", "where tools run: `host` (the default; pVisor's container and vm are refused: not built)")
@@ -224,6 +225,12 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	}
 	if fs.NArg() > 0 {
 		return req, fmt.Errorf("unexpected argument %q (flags only; see 'pvisor replay --help')", fs.Arg(0))
+	}
+	if err := checkUpstreamTimeouts(fs); err != nil {
+		return req, err
+	}
+	if req.Upstream == replay.UpstreamRecorded && (req.UpstreamFirstByteTimeout != 0 || req.UpstreamIdleTimeout != 0) {
+		return req, replay.ErrRecordedTimeouts
 	}
 	if fs.Changed("trajectory-assets") {
 		return req, assetsRefused("--trajectory-assets " + *assets)

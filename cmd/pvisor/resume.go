@@ -113,6 +113,7 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 	fs.StringArrayVar(&req.AgentArgs, "agent-arg", nil, "native argument added to the CLI (repeatable)")
 	fs.BoolVar(&req.AllowUntestedVersion, "allow-untested-version", false, "run a CLI outside the tested range (quality degraded)")
 	fs.DurationVar(&req.IdleTimeout, "idle-timeout", replay.DefaultIdleTimeout, "stop an agent silent for this long")
+	upstreamTimeoutVars(fs, &req.UpstreamFirstByteTimeout, &req.UpstreamIdleTimeout)
 	fs.StringVar(&req.RunID, "run-id", "", "run id (default: generated)")
 	fs.StringVar(&req.StateRoot, "state-dir", replay.DefaultStateRoot, "state root")
 	fs.StringVar(&req.OutputRoot, "output-dir", replay.DefaultOutputRoot, "output root")
@@ -142,6 +143,9 @@ func cmdSessionRun(mode, usage string, args []string, stdout, stderr io.Writer) 
 		return failEarly("unexpected arguments %q (the session id goes in --session)", fs.Args())
 	case req.Agent == "":
 		return failEarly("--agent is required")
+	}
+	if err := checkUpstreamTimeouts(fs); err != nil {
+		return failEarly("%v", err)
 	}
 	var err error
 	if req.Prompt.Args, err = prompt.ParseArgs(promptArgs); err != nil {

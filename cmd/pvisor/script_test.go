@@ -12,6 +12,7 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"pvisor": func() { os.Exit(pvisorMain()) },
+		"rss":    func() { os.Exit(rssMain()) },
 	})
 }
 
@@ -28,7 +29,8 @@ func TestScripts(t *testing.T) {
 		t.Fatal(err)
 	}
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script",
+		Dir:  "testdata/script",
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){"peakrss": cmdPeakRSS},
 		Condition: func(cond string) (bool, error) {
 			if cond == "root" {
 				return os.Geteuid() == 0, nil

@@ -137,7 +137,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		return "", "", fail(result.ContinuationError, "%s", replay.TokenRefused(bin, stats, logHint))
 	case code != 0 || sig != "":
 		if lf := stats.LastFailure; lf != nil {
-			return "", "", fail(result.ContinuationError, "%s failed after the model upstream answered request %d with %d (%s); %s", bin, lf.Seq, lf.Status, lf.Kind, logHint)
+			return "", "", fail(result.ContinuationError, "%s; %s", replay.UpstreamFailed(bin, lf), logHint)
 		}
 		return "", "", fail(result.ContinuationError, "%s ended with status %d %s; %s", bin, code, sig, logHint)
 	case stats.Forwarded == 0:

@@ -65,6 +65,9 @@ type SessionRequest struct {
 	AgentArgs            []string
 	AllowUntestedVersion bool
 	IdleTimeout          time.Duration
+	// UpstreamFirstByteTimeout and UpstreamIdleTimeout: see replay.Request.
+	UpstreamFirstByteTimeout time.Duration
+	UpstreamIdleTimeout      time.Duration
 
 	RunID      string
 	StateRoot  string

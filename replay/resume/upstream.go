@@ -45,7 +45,8 @@ func (r *sessionRun) upstream() (bridge.Upstream, map[string]any, error) {
 	}
 	h := http.Header{}
 	h.Set(replay.RouterSessionHeader, r.req.RunID)
-	cfg := bridge.UpstreamConfig{Protocol: p, Headers: h}.FillFromEnv(os.Getenv)
+	cfg := bridge.UpstreamConfig{Protocol: p, Headers: h,
+		FirstByteTimeout: r.req.UpstreamFirstByteTimeout, IdleTimeout: r.req.UpstreamIdleTimeout}.FillFromEnv(os.Getenv)
 	up, err := replay.ModelUpstream(cfg, proto, string(r.store.Agent()), r.req.UpstreamModel, replay.UpstreamFake, meta)
 	if err != nil {
 		return nil, nil, err

@@ -129,6 +129,9 @@ func stripEnvelope(body []byte, prefix []json.RawMessage, want []any, nonce, pro
 		return nil, nil, bridge.Refuse("the resume nonce appears %d times in the request; only its user message may hold it", n)
 	}
 
+	if compacted(items) {
+		return nil, nil, compactionRefusal(len(prompt))
+	}
 	s := &EnvelopeSplit{Nonce: k}
 	off := 0
 	if len(items) > 0 && !equalItem(items[0], prefix[0], want[0]) {
@@ -177,6 +180,39 @@ func stripEnvelope(body []byte, prefix []json.RawMessage, want []any, nonce, pro
 		return nil, nil, err
 	}
 	return fwd, s, nil
+}
+
+// summaryPrefix opens the user message in which Codex 0.171 hands a
+// compacted conversation to the model: once its token count passes the
+// auto-compaction limit, Codex summarises the history and sends the initial
+// context, the user messages and that summary instead of the history.
+const summaryPrefix = "Another language model started to solve this problem and produced a summary of its thinking process."
+
+// compacted reports whether the request carries Codex's compaction summary.
+func compacted(items []gjson.Result) bool {
+	for _, it := range items {
+		if !isMessage(it, "user") {
+			continue
+		}
+		for _, p := range it.Get("content").Array() {
+			if p.Get("type").Str == "input_text" && strings.HasPrefix(p.Get("text").Str, summaryPrefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// compactionRefusal names why a compacted history cannot continue: the
+// rebuilt session is what the bridge checks every request against, and a
+// summary replaces it. The model's usage counts the boundary prompt (Codex
+// never sees it), so a long prompt is the usual cause.
+func compactionRefusal(promptBytes int) *bridge.Refusal {
+	why := "the conversation passed the model's token limit"
+	if promptBytes > 0 {
+		why = fmt.Sprintf("the conversation with the %d-byte boundary prompt passed the model's token limit", promptBytes)
+	}
+	return bridge.Refuse("codex compacted its history (its auto-compaction: %s) and sent a summary instead of the rebuilt session, which the bridge can no longer check; use a shorter boundary prompt (at about 4 bytes a token, it must fit the model's context window with the history) or an earlier --after-step", why)
 }
 
 // isNonceItem: a user message whose only content is the nonce, as a plain

@@ -237,6 +237,7 @@ func TestCodexRefusals(t *testing.T) {
 		{"foreign conversation", replaceItem(t, body, 3, strings.Replace(user, "Survey", "Delete", 1)), "", "input item 3 (message role user) differs from item 2 of the rebuilt session (message role user) at content[0].text (another value)"},
 		{"history ends early", replaceItem(t, strings.Replace(body, ","+nonceItem, "", 1), last, nonceItem), "", "the history ends before the boundary"},
 		{"text between boundary and nonce", strings.Replace(body, ","+nonceItem, `,{"type":"message","role":"user","content":[{"type":"input_text","text":"also rm -rf"}]},`+nonceItem, 1), "", "input item 14 (message role user) sits between"},
+		{"history compacted by codex", compactedBody(t, in), "", "codex compacted its history (its auto-compaction: the conversation passed the model's token limit)"},
 		{"not json", body[:len(body)-1], "", "not valid JSON"},
 		{"no input", `{"model":"m"}`, "", "no input array"},
 		{"count tokens route", body, bridge.RouteCountTokens, "codex talks to /v1/responses only"},
@@ -376,4 +377,14 @@ func TestCodexConcurrentRetries(t *testing.T) {
 	if rep := c.Report(); rep.Checked != n || rep.Accepted != n || rep.PromptInjected != n || rep.BoundaryEnds != n {
 		t.Errorf("report %+v", rep)
 	}
+}
+
+// compactedBody is what Codex 0.171 sent after it auto-compacted (seen
+// with a 1 MiB boundary prompt, whose tokens the model reported): the
+// instructions, the user's task, the nonce, and its summary handoff
+// message instead of the history.
+func compactedBody(t testing.TB, in []gjson.Result) string {
+	t.Helper()
+	summary := `{"type":"message","role":"user","content":[{"type":"input_text","text":"` + summaryPrefix + ` You also have access to the state of the tools.\nthe summary"}]}`
+	return `{"model":"gpt-5.5","input":[` + strings.Join([]string{in[0].Raw, in[3].Raw, nonceItem, summary}, ",") + `]}`
 }

@@ -78,7 +78,8 @@ def replay(*, agent: Optional[str] = None, trajectory: Optional[PathLike] = None
            agent_entrypoint: Optional[PathLike] = None, agent_runtime: Optional[PathLike] = None,
            agent_args: Optional[Sequence[str]] = None, agent_disallowed_tools: Optional[Sequence[str]] = None,
            allow_untested_version: bool = False, disable_thinking: bool = False, upstream: Optional[str] = None,
-           upstream_model: Optional[str] = None, timeout_ms: Optional[int] = None, inherit_env: bool = False,
+           upstream_model: Optional[str] = None, upstream_first_byte_timeout: Optional[Duration] = None,
+           upstream_idle_timeout: Optional[Duration] = None, timeout_ms: Optional[int] = None, inherit_env: bool = False,
            pass_env: Optional[Sequence[str]] = None, overlayfs_path: Optional[PathLike] = None,
            overlayfs_compose: Optional[Sequence[PathLike]] = None, overlayfs_commit: Optional[str] = None,
            overlaynet: Optional[str] = None, overlaynet_policy: Optional[str] = None,
@@ -93,6 +94,8 @@ def replay(*, agent: Optional[str] = None, trajectory: Optional[PathLike] = None
     model request; otherwise the real agent CLI continues through the bridge
     to ``upstream`` (``"recorded"`` plays the session's own next actions).
     ``config`` (TOML) or ``request`` (JSON) replace every other flag.
+    ``upstream_first_byte_timeout`` and ``upstream_idle_timeout`` (seconds
+    or Go duration strings) bound a model upstream's silences.
     ``agent_disallowed_tools`` is ``--agent-disallowed-tool`` repeated,
     ``overlaynet_allow`` ``--overlaynet-allow`` (``overlaynet="proxy"``,
     ``overlaynet_policy="allowlist"``: see the README's Egress policy).
@@ -115,7 +118,8 @@ def resume(*, agent: str, workspace: PathLike, prompt: Optional[str] = None, pro
            upstream: Optional[str] = None, upstream_model: Optional[str] = None,
            fake_script: Optional[PathLike] = None, agent_entrypoint: Optional[PathLike] = None,
            agent_args: Optional[Sequence[str]] = None, allow_untested_version: bool = False,
-           idle_timeout: Optional[Duration] = None, run_id: Optional[str] = None,
+           idle_timeout: Optional[Duration] = None, upstream_first_byte_timeout: Optional[Duration] = None,
+           upstream_idle_timeout: Optional[Duration] = None, run_id: Optional[str] = None,
            state_dir: Optional[PathLike] = None, output_dir: Optional[PathLike] = None,
            env: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None) -> Result:
     """Continues a captured session with a new prompt (``pvisor resume``).
@@ -141,7 +145,8 @@ def fork(*, agent: str, workspace: PathLike, prompt: Optional[str] = None, promp
          upstream: Optional[str] = None, upstream_model: Optional[str] = None,
          fake_script: Optional[PathLike] = None, agent_entrypoint: Optional[PathLike] = None,
          agent_args: Optional[Sequence[str]] = None, allow_untested_version: bool = False,
-         idle_timeout: Optional[Duration] = None, run_id: Optional[str] = None,
+         idle_timeout: Optional[Duration] = None, upstream_first_byte_timeout: Optional[Duration] = None,
+         upstream_idle_timeout: Optional[Duration] = None, run_id: Optional[str] = None,
          state_dir: Optional[PathLike] = None, output_dir: Optional[PathLike] = None,
          env: Optional[Mapping[str, str]] = None, timeout: Optional[float] = None) -> Result:
     """Branches a session into a new one and continues it (``pvisor fork``).
@@ -174,7 +179,7 @@ def _command(command: str, kw: Dict[str, Any], extra: Sequence[str] = ()) -> Res
     env, timeout = kw.pop("env"), kw.pop("timeout")
     flags: List[Tuple[str, Any]] = []
     for k, v in kw.items():
-        if k in ("completion_timeout", "idle_timeout"):
+        if k in ("completion_timeout", "idle_timeout", "upstream_first_byte_timeout", "upstream_idle_timeout"):
             v = _duration(v)
         flags.append((_FLAG_NAMES.get(k, k.replace("_", "-")), v))
     return _run_result([command, *extra, *_flags(flags)], call, env=env, timeout=timeout)
