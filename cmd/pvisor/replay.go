@@ -196,7 +196,7 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	assets := fs.String("trajectory-assets", "", "SWE-agent problem files `dir`: refused (SWE-agent sessions are inspected and prepared only)")
 	fs.StringVar(&req.Run.Executor, "executor", "", "where tools run: `host` (the default; pVisor's container and vm are refused: not built)")
 	fs.StringVar(&req.Run.Policy, "policy", "", "file `policy`: observe (the default: file tools' writes outside the workspace recorded) or enforce (writes outside the workspace denied: Landlock for shell tools, a resolved-path check for file tools; needs tool isolation)")
-	fs.BoolVar(&req.Run.Safe, "safe", false, "pVisor's safe preset: refused (it needs --policy enforce, not built); see Egress policy for what composes")
+	fs.BoolVar(&req.Run.Safe, "safe", false, "pVisor's safe preset: tool isolation, --overlayfs-path WORKSPACE --overlayfs-commit drop, --overlaynet proxy with an allowlist of the model host only, --policy enforce (a contradicting option is refused; metadata.safe says what applied)")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")
 	fs.StringArrayVar(&req.Run.PassEnv, "pass-env", nil, "environment variable `name` passed to tools (repeatable)")
 	fs.StringVar(&req.Overlay.Path, "overlayfs-path", "", "run the replay in an overlay over this workspace `dir`")

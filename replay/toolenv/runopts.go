@@ -17,8 +17,9 @@ const (
 	PolicyEnforce = "enforce"
 )
 
-// CheckRunOptions validates [run] executor, policy and safe.
-func CheckRunOptions(executor, policy string, safe bool) error {
+// CheckRunOptions validates [run] executor and policy (safe is expanded
+// into them and the rest before, see replay's applySafe).
+func CheckRunOptions(executor, policy string) error {
 	switch executor {
 	case "", ExecutorHost:
 	case "container":
@@ -36,9 +37,6 @@ func CheckRunOptions(executor, policy string, safe bool) error {
 		}
 	default:
 		return configErr("--policy %q: must be observe or enforce", policy)
-	}
-	if safe {
-		return configErr("--safe is not built in pvisor: its preset needs --policy enforce, which is not built; compose what is: --overlayfs-path DIR --overlayfs-commit drop --overlaynet proxy --overlaynet-policy allowlist --overlaynet-allow HOST:443")
 	}
 	return nil
 }
