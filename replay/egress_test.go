@@ -261,7 +261,7 @@ func TestRunOptions(t *testing.T) {
 	if m["executor"] != "host" || m["policy"] != "observe" || m["policy_records"] != "writes_outside_workspace" {
 		t.Errorf("run_options %v", m)
 	}
-	for _, rc := range []RunConfig{{Executor: "container"}, {Executor: "vm"}, {Policy: toolenv.PolicyEnforce}, {Safe: true}} {
+	for _, rc := range []RunConfig{{Executor: "container"}, {Executor: "vm"}} {
 		req := &Request{Agent: "codex", Trajectory: "t.jsonl", AfterStep: 1, Run: rc}
 		if err := req.Validate(); err == nil || !strings.Contains(err.Error(), "not built") {
 			t.Errorf("%+v: %v", rc, err)

@@ -91,6 +91,10 @@ func (r *run) execute(ctx context.Context) error {
 	if err := r.req.Validate(); err != nil {
 		return err
 	}
+	if r.req.Run.Safe {
+		r.res.Metadata["safe"] = r.req.safeMeta()
+		r.res.Metadata["run_options"] = toolenv.RunOptionsMeta(r.req.Run.Executor, r.req.Run.Policy)
+	}
 	if r.needsOverlay() {
 		return r.runIsolated(ctx)
 	}

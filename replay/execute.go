@@ -56,6 +56,12 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	if iso.Memory != nil {
 		defer iso.Memory.Close() // after the session's Close killed the tools
 	}
+	enforce := r.req.Run.Policy == toolenv.PolicyEnforce
+	if enforce {
+		if iso, err = r.toolsEnv().Enforce(iso, workspace); err != nil {
+			return err
+		}
+	}
 	continuing := ""
 	if r.cont != nil && r.res.Agent.Version != nil {
 		continuing = *r.res.Agent.Version
@@ -73,6 +79,9 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	}
 	writes := toolrun.WatchWrites(workspace)
 	defer writes.Stop()
+	if enforce {
+		writes.Enforce()
+	}
 
 	stale := map[string]bool{}
 	for _, s := range p.Stale {
@@ -114,6 +123,10 @@ func (r *run) replayPrefix(ctx context.Context) error {
 		// they stay changed on this machine whatever the commit mode.
 		r.res.Metadata["writes_outside_workspace"] = out
 		r.degrade(fmt.Sprintf("file tools wrote %d file(s) outside the workspace %s (see writes_outside_workspace)", len(out), workspace))
+	}
+	if denied := writes.Denied(); len(denied) > 0 {
+		r.res.Metadata["writes_denied"] = denied
+		r.warn(toolenv.DeniedNote(len(denied), workspace))
 	}
 	if comps == nil {
 		comps = []CallComparison{}

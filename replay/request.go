@@ -200,7 +200,10 @@ func (r *Request) Validate() error {
 	if err := r.checkBoundaryPrompt(); err != nil {
 		return err
 	}
-	if err := toolenv.CheckRunOptions(r.Run.Executor, r.Run.Policy, r.Run.Safe); err != nil {
+	if err := r.applySafe(); err != nil {
+		return err
+	}
+	if err := toolenv.CheckRunOptions(r.Run.Executor, r.Run.Policy); err != nil {
 		return err
 	}
 	if err := r.Overlaynet.Check(); err != nil {

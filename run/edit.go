@@ -110,6 +110,9 @@ func editFile(op, path string, edits []EditSpec) (EditResult, error) {
 		res.Counts = append(res.Counts, len(res.Spans))
 	}
 	res.After = []byte(cur)
+	if err := GuardWrite("open", path); err != nil {
+		return res, fsErr(op, path, err)
+	}
 	if res.Created {
 		if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
 			return res, fsErr(op, path, err)

@@ -231,6 +231,9 @@ func WriteFile(path string, content []byte) (WriteResult, error) {
 	if err := checkAbs("write", path); err != nil {
 		return res, err
 	}
+	if err := GuardWrite("open", path); err != nil {
+		return res, fsErr("write", path, err)
+	}
 	fi, err := os.Stat(path)
 	switch {
 	case err == nil && fi.IsDir():

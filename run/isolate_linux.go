@@ -45,6 +45,9 @@ type Isolation struct {
 	// it before starting the tool, and a tool the OOM killer ends gets a
 	// line on its stderr that says so. DataLimit is then usually 0.
 	Memory *MemoryCgroup
+	// WriteRoots, when set, are the only paths the tools may write under
+	// (Landlock, --policy enforce; see landlock_linux.go).
+	WriteRoots []string
 }
 
 // EgressProxy is the egress proxy (egress.Proxy) as the init needs it: an
@@ -155,6 +158,10 @@ func shim(args []string) int {
 			return fail("%v", err)
 		}
 		env = withProxyEnv(env)
+	}
+	env, err := shimLandlock(env)
+	if err != nil {
+		return fail("%v", err)
 	}
 	// Handled, not ignored: ignored signals would stay ignored in the tool.
 	// The Runner signals the whole group, so the tool gets them directly.
@@ -445,6 +452,9 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) (egressEnd *os.File
 	}
 	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, string(sharedArg), cg, memLimit, "--", cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = "/proc/self/exe", args
+	if iso.WriteRoots != nil {
+		cmd.Env = setWriteRoots(cmd.Env, iso.WriteRoots)
+	}
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

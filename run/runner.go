@@ -78,6 +78,10 @@ func NewRunner(opts Options) (*Runner, error) {
 	if err != nil {
 		return nil, fsErr("runner", opts.TempDir, err)
 	}
+	if roots := opts.Isolation.WriteRoots; roots != nil {
+		// The shell session's own files (its cwd and exports) live here.
+		opts.Isolation.WriteRoots = append(roots[:len(roots):len(roots)], tmp)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{
 		opts:     opts,

@@ -22,6 +22,10 @@ type WriteWatch struct {
 	real    []string
 	mu      sync.Mutex
 	outside []string
+	// enforce (--policy enforce): GuardWrite refuses writes outside root,
+	// listed in denied, instead of them being recorded after the fact.
+	enforce bool
+	denied  []string
 }
 
 // watches are the running watches. File tools report a path, not the run

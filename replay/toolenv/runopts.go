@@ -4,6 +4,12 @@ package toolenv
 // builds is accepted, what it does not is refused with the reason, never
 // parsed and ignored.
 
+import (
+	"fmt"
+
+	toolrun "github.com/pvisor/pvisor/run"
+)
+
 // Executors and file policies, as pVisor names them.
 const (
 	ExecutorHost  = "host"
@@ -11,8 +17,9 @@ const (
 	PolicyEnforce = "enforce"
 )
 
-// CheckRunOptions validates [run] executor, policy and safe.
-func CheckRunOptions(executor, policy string, safe bool) error {
+// CheckRunOptions validates [run] executor and policy (safe is expanded
+// into them and the rest before, see replay's applySafe).
+func CheckRunOptions(executor, policy string) error {
 	switch executor {
 	case "", ExecutorHost:
 	case "container":
@@ -25,12 +32,11 @@ func CheckRunOptions(executor, policy string, safe bool) error {
 	switch policy {
 	case "", PolicyObserve:
 	case PolicyEnforce:
-		return configErr("--policy enforce is not built in pvisor: writes outside the workspace are recorded (metadata.writes_outside_workspace, --policy observe) but not denied; use --policy observe, and --overlayfs-path to keep such writes off the host")
+		if _, err := toolrun.LandlockABI(); err != nil {
+			return configErr("--policy enforce cannot deny shell tools' writes here: %v; use --policy observe (writes outside the workspace recorded), and --overlayfs-path to keep them off the host", err)
+		}
 	default:
 		return configErr("--policy %q: must be observe or enforce", policy)
-	}
-	if safe {
-		return configErr("--safe is not built in pvisor: its preset needs --policy enforce, which is not built; compose what is: --overlayfs-path DIR --overlayfs-commit drop --overlaynet proxy --overlaynet-policy allowlist --overlaynet-allow HOST:443")
 	}
 	return nil
 }
@@ -43,5 +49,11 @@ func RunOptionsMeta(executor, policy string) map[string]any {
 	}
 	// observe is what pvisor always does: file tools' writes outside the
 	// workspace are listed and make the result degraded.
+	if policy == PolicyEnforce {
+		abi, _ := toolrun.LandlockABI()
+		return map[string]any{"executor": ExecutorHost, "policy": PolicyEnforce, "policy_denies": "writes_denied",
+			"enforced_by": map[string]any{"shell_tools": fmt.Sprintf("landlock abi %d", abi), "file_tools": "resolved path check"},
+			"write_roots": append([]string{"workspace", "the tool runner's temp dir"}, toolrun.DeviceWriteRoots...)}
+	}
 	return map[string]any{"executor": ExecutorHost, "policy": PolicyObserve, "policy_records": "writes_outside_workspace"}
 }

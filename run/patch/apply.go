@@ -263,8 +263,9 @@ func (s *stage) commit() *ApplyError {
 	var done []string
 	for _, p := range s.order {
 		f := s.files[p]
-		var err error
+		err := run.GuardWrite("open", p)
 		switch {
+		case err != nil:
 		case f.exists:
 			if err = os.MkdirAll(filepath.Dir(p), 0o777); err == nil {
 				err = os.WriteFile(p, f.content, f.mode)

@@ -308,12 +308,18 @@ func (s *session) applyPatch(tool string, args gjson.Result) (result, error) {
 			_, err = run.WriteFile(c.path, []byte(withBOM(c.newText, c.bom)))
 		case "move":
 			if _, err = run.WriteFile(c.movePath, []byte(withBOM(c.newText, c.bom))); err == nil {
-				if err = os.Remove(c.path); err == nil {
+				if err = run.GuardWrite("unlink", c.path); err == nil {
+					err = os.Remove(c.path)
+				}
+				if err == nil {
 					run.NoteWrite(c.path)
 				}
 			}
 		case "delete":
-			if err = os.Remove(c.path); err == nil {
+			if err = run.GuardWrite("unlink", c.path); err == nil {
+				err = os.Remove(c.path)
+			}
+			if err == nil {
 				run.NoteWrite(c.path)
 			}
 		}

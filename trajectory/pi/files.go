@@ -125,6 +125,9 @@ var writeBytesRe = regexp.MustCompile(`^Successfully wrote \d+ bytes to `)
 func (s *session) write(args gjson.Result, orig string) result {
 	path, content := args.Get("path").Str, args.Get("content").Str
 	shown, real := s.resolve(path)
+	if err := run.GuardWrite("open", real); err != nil {
+		return failure(nodeFsError(err, "open", shown))
+	}
 	if err := mkdirp(filepath.Dir(real)); err != nil {
 		return failure(nodeFsError(err, "mkdir", filepath.Dir(shown)))
 	}
@@ -235,6 +238,9 @@ func (s *session) edit(args gjson.Result, orig string) result {
 	final := changed
 	if ending == "\r\n" {
 		final = strings.ReplaceAll(changed, "\n", "\r\n")
+	}
+	if err := run.GuardWrite("open", real); err != nil {
+		return failure(nodeFsError(err, "open", shown))
 	}
 	if err := os.WriteFile(real, []byte(bom+final), 0o666); err != nil {
 		return failure(nodeFsError(err, "open", shown))
