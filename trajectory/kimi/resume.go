@@ -145,12 +145,5 @@ func outputText(line []byte) string {
 	if c.Type == gjson.String {
 		return c.Str
 	}
-	var b bytes.Buffer
-	c.ForEach(func(_, p gjson.Result) bool {
-		if p.Get("type").Str == "text" {
-			b.WriteString(p.Get("text").Str)
-		}
-		return true
-	})
-	return b.String()
+	return launch.TextBlocks(c)
 }

@@ -164,3 +164,25 @@ func TestResumeCommand(t *testing.T) {
 		}
 	}
 }
+
+// The assistant text of the recorded stream-json output, and the session
+// id its resume hint names.
+func TestOutputOfTheRecording(t *testing.T) {
+	path := filepath.Join(filepath.Dir(recorded), "stdout.jsonl")
+	var text []string
+	for _, line := range bytes.Split(mustRead(t, path), []byte("\n")) {
+		if s := outputText(line); s != "" {
+			text = append(text, s)
+		}
+	}
+	if len(text) == 0 || text[len(text)-1] != "Added NOTES.md and fixed the README typo; git status shows both changes." {
+		t.Errorf("assistant text = %q", text)
+	}
+	if got := outputText([]byte(`{"role":"assistant","content":[{"type":"text","text":"a"},{"type":"think","think":"x"},{"type":"text","text":"b"}]}`)); got != "ab" {
+		t.Errorf("text parts = %q", got)
+	}
+	id, err := resume.SessionID(path)
+	if err != nil || id != "session_1994202e-759f-4da4-8902-5c72c3f773e1" {
+		t.Errorf("SessionID = %q, %v", id, err)
+	}
+}
