@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/launch"
 	"github.com/pvisor/pvisor/trajectory/formattest"
 	"github.com/pvisor/pvisor/trajectory/session/sessiontest"
@@ -184,5 +186,46 @@ func TestOutputOfTheRecording(t *testing.T) {
 	id, err := resume.SessionID(path)
 	if err != nil || id != "session_1994202e-759f-4da4-8902-5c72c3f773e1" {
 		t.Errorf("SessionID = %q, %v", id, err)
+	}
+}
+
+// Capture bundles the directory (the log left out) with the shared
+// capture's refusals: a FIFO or a symlink in the session is refused.
+func TestCaptureSessionDirectory(t *testing.T) {
+	const id = "session_1994202e-759f-4da4-8902-5c72c3f773e1"
+	for _, c := range []struct {
+		name  string
+		plant func(dir string) error
+		files int
+		fail  string
+	}{
+		{"plain", func(string) error { return nil }, 3, ""},
+		{"fifo", func(dir string) error { return syscall.Mkfifo(filepath.Join(dir, "agents", "main", "pipe"), 0o600) }, 0, "pipe"},
+		{"symlink", func(dir string) error { return os.Symlink("/etc/passwd", filepath.Join(dir, "state2.json")) }, 0, "symlink"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "sessions", "wd_repo_8908fbdd6ff1", id)
+			sessiontest.WriteFile(t, filepath.Join(dir, "agents", "main", "wire.jsonl"), mustRead(t, recorded))
+			sessiontest.WriteFile(t, filepath.Join(dir, "state.json"), []byte(`{"id":"`+id+`","version":2,"cwd":"/tmp/pvisor-e2e/kimi/repo","agents":{}}`))
+			sessiontest.WriteFile(t, filepath.Join(dir, "agents", "main", "file-history", "ab@v1"), []byte("old README\n"))
+			sessiontest.WriteFile(t, filepath.Join(dir, "logs", "kimi-code.log"), []byte("log\n"))
+			if err := c.plant(dir); err != nil {
+				t.Fatal(err)
+			}
+			_, m, err := capture.Capture(capture.Options{Store: Sessions(), Root: root, ID: id, StoreDir: filepath.Join(t.TempDir(), "store")})
+			if c.fail != "" {
+				if err == nil || !strings.Contains(err.Error(), c.fail) {
+					t.Fatalf("Capture = %v, want a refusal naming %s", err, c.fail)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Files) != c.files || m.OriginCwd != "/tmp/pvisor-e2e/kimi/repo" {
+				t.Errorf("manifest = %+v", m)
+			}
+		})
 	}
 }
