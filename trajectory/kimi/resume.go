@@ -75,7 +75,7 @@ func resumeCommand(c launch.ResumeCall) (launch.ResumeCommand, error) {
 		return launch.ResumeCommand{}, err
 	}
 	meta := map[string]any{"kimi_model": model, "rewritten": append([]string{
-		"session directory sessions/" + filepath.Base(filepath.Dir(dir)) + " (wd_<basename>_<sha256(cwd)[:12]> of the workspace)",
+		"session directory sessions/" + filepath.Base(filepath.Dir(dir)) + " (wd_<slug>_<sha256(cwd)[:12]> of the workspace)",
 		"wire.jsonl runtime.set_binding.workspaceId",
 		"wire.jsonl profile.bind systemPrompt and environmentDisclosure.cwd",
 		"wire.jsonl tool.call display cwd and paths"}, state...)}
