@@ -23,7 +23,7 @@ import (
 // launcher continues a Kimi Code session with `kimi -S <id> -p <nonce>
 // --output-format stream-json`. The rebuilt wire log goes into a session
 // directory of its own under KIMI_CODE_HOME in the isolated home, named for
-// the workspace (wd_<basename>_<sha256(cwd)[:12]>), with the workspace id
+// the workspace (WorkspaceID), with the workspace id
 // of runtime.set_binding and the cwd (system prompt included) rewritten, and
 // a state.json; Kimi resumes a log cut at any step from its loop events.
 // The model comes from the environment alone (KIMI_MODEL_*), the bridge

@@ -15,7 +15,7 @@ import (
 )
 
 // Sessions is Kimi Code's session store: <KIMI_CODE_HOME or
-// ~/.kimi-code>/sessions/wd_<basename(cwd)>_<sha256(cwd)[:12]>/session_<uuid>/,
+// ~/.kimi-code>/sessions/wd_<slug(basename(cwd))>_<sha256(cwd)[:12]>/session_<uuid>/,
 // a directory whose agents/main/wire.jsonl is the session and whose
 // state.json and file-history go with it. logs/, notify/, tasks/, cron/ and
 // lock files are a running CLI's, and session_index.jsonl, workspaces.json
