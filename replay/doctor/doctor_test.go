@@ -22,7 +22,7 @@ import (
 // the e2e matrix checks.
 func TestBundledSessionsAreRecordings(t *testing.T) {
 	got := Agents()
-	if !slices.Equal(got, []string{"claude-code", "codex", "copilot", "mini-swe-agent", "opencode", "pi"}) {
+	if !slices.Equal(got, []string{"claude-code", "codex", "copilot", "kimi", "mini-swe-agent", "opencode", "pi"}) {
 		t.Fatalf("bundled agents %v", got)
 	}
 	for _, agent := range got {

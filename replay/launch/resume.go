@@ -21,6 +21,14 @@ type Resume struct {
 	SessionID func(stdout string) (string, error)
 	// Text is the assistant text one line of the CLI's output carries.
 	Text func(line []byte) string
+	// Fork, for a CLI with a fork command of its own, is that command: run
+	// before Command when the mode is fork, in the workspace with the
+	// call's environment; its stdout (at most MaxForkOutput bytes) goes to
+	// ForkID, which reads the new session's id from it. Command is then
+	// called to resume that id (Fork false, SID and Main the child's).
+	// nil: Command forks by itself (a flag, or a copy it makes).
+	Fork   func(c ResumeCall) (Command, error)
+	ForkID func(stdout []byte) (string, error)
 	// For a CLI whose sessions live in a database (Agent.Database):
 	// Collect exports session id after a run into the state directory
 	// (c.Root) as the resumable store's file, and Export writes session id
@@ -34,6 +42,9 @@ type Resume struct {
 	Stop  syscall.Signal
 	Grace time.Duration
 }
+
+// MaxForkOutput bounds what a Fork command's stdout is read to.
+const MaxForkOutput = 1 << 20
 
 // ResumeCall is what a Resume is given.
 type ResumeCall struct {

@@ -71,6 +71,11 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 	if v := r.res.Agent.Version; v != nil {
 		call.Version = *v
 	}
+	if call.Fork && r.spec.Fork != nil {
+		if err := r.nativeFork(ctx, entry, in, &call, logDir); err != nil {
+			return "", "", err
+		}
+	}
 	cmd, err := r.spec.Command(call)
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "configuring %s: %v", agent, err)

@@ -11,6 +11,11 @@ import (
 	"github.com/pvisor/pvisor/trajectory/session"
 )
 
+// unbranched are the stores fork --after-step does not file a rebuilt
+// session in: Kimi's wire log records no session id (its directory names
+// it), so a rebuilt log cannot say which session it is.
+var unbranched = map[string]bool{"kimi": true}
+
 // TestBranchersMatchRecordings: for every session recorded with a real
 // CLI, FileID reads its id from the first line and File names the path the
 // CLI wrote it to; NewID makes ids of the same shape, never twice the same.
@@ -39,6 +44,9 @@ func TestBranchersMatchRecordings(t *testing.T) {
 			continue // OpenCode keeps its sessions in SQLite
 		}
 		b, ok := s.(session.Brancher)
+		if !ok && unbranched[m.Agent] {
+			continue
+		}
 		if !ok {
 			t.Errorf("%s sessions cannot be branched", m.Agent)
 			continue

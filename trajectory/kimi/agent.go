@@ -6,12 +6,19 @@ import "github.com/pvisor/pvisor/replay/launch"
 const AgentName = "kimi"
 
 // Agent is Kimi Code as pvisor's engine and CLI see it: its format
-// (inspect, --prepare-only, --replay-only) and launcher (continuation).
-// The session store, resume and fork are not built yet.
+// (inspect, --prepare-only, --replay-only), launcher (continuation), its
+// session store (the session_<uuid>/ directory: locate, show, rewrite,
+// capture), resume and native fork, and the recording pvisor doctor
+// continues.
 func Agent() launch.Agent {
 	return launch.Agent{
-		Format:   New(),
-		Aliases:  []string{"kimi-code"},
-		Launcher: launcher{},
+		Format:    New(),
+		Aliases:   []string{"kimi-code"},
+		Launcher:  launcher{},
+		Sessions:  Sessions(),
+		Resumable: Sessions(),
+		Rewriter:  Sessions(),
+		Resume:    &resume,
+		Doctor:    doctorRecording(),
 	}
 }

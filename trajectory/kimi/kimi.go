@@ -1,6 +1,6 @@
 // Package kimi reads sessions of Kimi Code (@moonshot-ai/kimi-code), the
 // CLI `kimi`. A session is the directory
-// $KIMI_CODE_HOME/sessions/wd_<basename(cwd)>_<sha256(cwd)[:12]>/session_<uuid>/;
+// $KIMI_CODE_HOME/sessions/wd_<slug(basename(cwd))>_<sha256(cwd)[:12]>/session_<uuid>/;
 // what the model saw is its main agent's wire log, agents/main/wire.jsonl,
 // and that file is what a user points pvisor at (inspect, --prepare-only).
 // The directory's other files (state.json, file-history/, notify/, logs/)

@@ -23,7 +23,7 @@ import (
 // launcher continues a Kimi Code session with `kimi -S <id> -p <nonce>
 // --output-format stream-json`. The rebuilt wire log goes into a session
 // directory of its own under KIMI_CODE_HOME in the isolated home, named for
-// the workspace (wd_<basename>_<sha256(cwd)[:12]>), with the workspace id
+// the workspace (WorkspaceID), with the workspace id
 // of runtime.set_binding and the cwd (system prompt included) rewritten, and
 // a state.json; Kimi resumes a log cut at any step from its loop events.
 // The model comes from the environment alone (KIMI_MODEL_*), the bridge
@@ -59,10 +59,38 @@ type staged struct {
 // sessionIDRe is a session directory's name.
 var sessionIDRe = regexp.MustCompile(`^session_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
-// WorkspaceID is Kimi's name for the sessions directory of cwd.
+// WorkspaceID is Kimi's name for the sessions directory of cwd:
+// wd_<slug>_<sha256(cwd)[:12]>, the slug being the last path element
+// lower-cased, each run of bytes outside [a-z0-9._-] one '-', '-' trimmed
+// from both ends, cut to 40 and trimmed again, "workspace" when that leaves
+// "", "." or ".." (Kimi Code 2.1.0: measured, "My Repo.X_y" is
+// my-repo.x_y). Trailing slashes are not part of the hashed path.
 func WorkspaceID(cwd string) string {
+	cwd = strings.TrimRight(cwd, "/")
 	sum := sha256.Sum256([]byte(cwd))
-	return "wd_" + filepath.Base(cwd) + "_" + hex.EncodeToString(sum[:])[:12]
+	return "wd_" + workspaceSlug(cwd[strings.LastIndexByte(cwd, '/')+1:]) + "_" + hex.EncodeToString(sum[:])[:12]
+}
+
+func workspaceSlug(name string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(name) {
+		if r < 0x80 && nameByte(byte(r)) {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	slug := strings.Trim(b.String(), "-")
+	if len(slug) > 40 {
+		slug = strings.Trim(slug[:40], "-")
+	}
+	if slug == "" || slug == "." || slug == ".." {
+		return "workspace"
+	}
+	return slug
 }
 
 // sessionID is the recorded session's id when the log sits in its session

@@ -2,13 +2,34 @@ package kimi
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 )
 
-// The directory name Kimi gave the recorded session's workspace.
+// The directory names Kimi 2.1.0 gave workspaces (the recorded session's,
+// and one with capitals, a space and punctuation), and the slug's rule at
+// its edges.
 func TestWorkspaceID(t *testing.T) {
-	if got := WorkspaceID("/tmp/pvisor-e2e/kimi/repo"); got != "wd_repo_8908fbdd6ff1" {
-		t.Errorf("WorkspaceID = %s", got)
+	for _, c := range []struct{ cwd, want string }{
+		{"/tmp/pvisor-e2e/kimi/repo", "wd_repo_8908fbdd6ff1"},
+		{"/tmp/kimi-s/probe/My Repo.X_y", "wd_my-repo.x_y_be95dcbb6047"},
+		{"/tmp/kimi-s/probe/My Repo.X_y/", "wd_my-repo.x_y_be95dcbb6047"},
+	} {
+		if got := WorkspaceID(c.cwd); got != c.want {
+			t.Errorf("WorkspaceID(%q) = %s, want %s", c.cwd, got, c.want)
+		}
+	}
+	for _, c := range []struct{ name, want string }{
+		{"--Ab  C--", "ab-c"},
+		{"Réplica", "r-plica"},
+		{"..", "workspace"},
+		{"***", "workspace"},
+		{"", "workspace"},
+		{strings.Repeat("a", 39) + "-b" + strings.Repeat("c", 10), strings.Repeat("a", 39)},
+	} {
+		if got := workspaceSlug(c.name); got != c.want {
+			t.Errorf("workspaceSlug(%q) = %q, want %q", c.name, got, c.want)
+		}
 	}
 }
 
