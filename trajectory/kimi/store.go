@@ -46,7 +46,7 @@ func (sessions) Locate(root, id string) (*store.Located, error) {
 	if err != nil {
 		return nil, err
 	}
-	loc := &store.Located{Agent: AgentName, ID: id, Root: root, Main: main}
+	loc := &store.Located{Agent: AgentName, ID: id, Root: root, Main: main, SidecarRole: "session_file"}
 	dir := filepath.Join(root, filepath.Dir(filepath.Dir(filepath.Dir(main))))
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
