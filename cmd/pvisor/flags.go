@@ -90,7 +90,8 @@ func joinAgents(names []string) string { return strings.Join(names, ", ") }
 // that no command's help names an agent by hand: {agents} every agent,
 // {session-agents} those whose session files can be located and
 // rewritten, {capture-agents} those capture takes, {resume-agents} those
-// resume and fork continue, {example-agent} one a replay continues.
+// resume and fork continue, {example-agent} one a replay continues,
+// {session-stores} a line per session agent in its own words.
 func withAgents(usage string) string {
 	list := func(names []string) string { return strings.Join(names, ", ") }
 	return strings.NewReplacer(
@@ -99,6 +100,7 @@ func withAgents(usage string) string {
 		"{capture-agents}", list(captureAgents()),
 		"{resume-agents}", list(resume.ResumeAgents()),
 		"{example-agent}", agents.Launchers()[0],
+		"{session-stores}", sessionStores(),
 	).Replace(usage)
 }
 
@@ -123,4 +125,17 @@ func checkUpstreamTimeouts(fs *pflag.FlagSet) error {
 		}
 	}
 	return nil
+}
+
+// sessionStores is each session agent's Describe, indented for a help text.
+func sessionStores() string {
+	var b strings.Builder
+	for i, name := range sessionAgents() {
+		rw, _ := agents.Rewriter(name)
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		fmt.Fprintf(&b, "    %s: %s", name, rw.Describe())
+	}
+	return b.String()
 }

@@ -23,22 +23,18 @@ const sessionUsage = `Usage:
     pvisor session rewrite --agent A --from OLD --to NEW < IN > OUT
 
 locate prints where the agent CLI keeps session ID (found by id, never by a
-path built from a cwd), then its sidecar files (Claude's subagent
-transcripts). show adds the cwd and CLI version the file records, its size
-and line count. The agent's state directory is under --home when given
-(<home>/.claude, <home>/.codex, <home>/.pi/agent), else from
-CLAUDE_CONFIG_DIR, CODEX_HOME or PI_CODING_AGENT_DIR, else under $HOME.
+path built from a cwd), then the files that go with it. show adds the cwd
+and CLI version the file records, its size and line count. The agent's
+state directory is under --home when given, else where the CLI's own
+environment variable puts it, else under $HOME.
 
 rewrite copies a session file from stdin to stdout with the recorded cwd OLD
-replaced by NEW in the agent's structural fields only (Claude: each entry's
-cwd; Codex: session_meta, turn_context, world_state and thread settings;
-Pi: the header; OpenCode, an 'opencode export' document: info.directory and
-each message's path.cwd and path.root). Every other byte, message text and tool inputs included,
-is copied as read, and a torn last line is kept.
+replaced by NEW in the agent's structural fields only. Every other byte,
+message text and tool inputs included, is copied as read, and a torn last
+line is kept, so OLD->NEW->OLD gives the original file.
 
-OpenCode keeps its sessions in SQLite: locate prints the database that
-holds ID (looked up as the session table's key), show the session's
-directory, version, title and its message and part counts.
+Where each agent keeps its sessions, and what rewrite replaces:
+{session-stores}
 
 Agents: {session-agents}.
 

@@ -101,6 +101,11 @@ func (sessions) Origin(r io.Reader) (session.Origin, error) {
 	return o, err
 }
 
+// Describe says where the CLI keeps sessions and what Rewrite replaces.
+func (sessions) Describe() string {
+	return "<home>/.claude (else CLAUDE_CONFIG_DIR, else $HOME/.claude), with its subagent transcripts; rewrite: each entry's top-level cwd"
+}
+
 // Rewrite replaces the top-level cwd of each entry that recorded exactly
 // from. Message text and tool inputs keep their paths: the model saw them.
 func (sessions) Rewrite(w io.Writer, r io.Reader, from, to string) (int, error) {

@@ -84,6 +84,11 @@ func (sessions) Origin(r io.Reader) (store.Origin, error) {
 	return o, err
 }
 
+// Describe says where the CLI keeps sessions and what Rewrite replaces.
+func (sessions) Describe() string {
+	return "<home>/.codex (else CODEX_HOME); rewrite: each \"cwd\" key and runtime_workspace_roots entry outside response_items (session_meta, turn_context, world_state, thread settings)"
+}
+
 // Rewrite replaces, in every record but the model-visible response_items,
 // each value of a key "cwd" and each entry of a "runtime_workspace_roots"
 // list that is exactly from: session_meta, turn_context, world_state's

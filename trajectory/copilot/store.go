@@ -85,6 +85,11 @@ func (sessions) Origin(r io.Reader) (store.Origin, error) {
 	return o, err
 }
 
+// Describe says where the CLI keeps sessions and what Rewrite replaces.
+func (sessions) Describe() string {
+	return "<home>/.copilot (else COPILOT_HOME), the session directory whole; rewrite: data.context.cwd and gitRoot of session.start and every session.resume (workspace.yaml on restore)"
+}
+
 // Rewrite replaces the cwd Copilot records in session.start and every
 // session.resume (data.context.cwd and gitRoot): it resumes in the cwd it
 // is started in, but shows the model the recorded one otherwise. The

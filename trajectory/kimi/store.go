@@ -93,6 +93,11 @@ func (sessions) Origin(r io.Reader) (store.Origin, error) {
 // Derived is the name Kimi derives from a cwd: its workspace id.
 func (sessions) Derived(cwd string) []string { return []string{WorkspaceID(cwd)} }
 
+// Describe says where the CLI keeps sessions and what Rewrite replaces.
+func (sessions) Describe() string {
+	return "<home>/.kimi-code (else KIMI_CODE_HOME), the session directory whole; rewrite: wire.jsonl's runtime.set_binding.workspaceId, profile.bind's environmentDisclosure.cwd and systemPrompt cwd, tool.call displays; state.json's cwd and agents.*.homedir"
+}
+
 // Rewrite moves a session file from cwd from to to. In the wire log:
 // runtime.set_binding.workspaceId (Kimi refuses to resume a session whose
 // binding names another workspace: measured), profile.bind's

@@ -30,6 +30,11 @@ func (exports) Origin(r io.Reader) (store.Origin, error) {
 	return store.Origin{Cwd: res[0].Str, CLIVersion: res[1].Str}, nil
 }
 
+// Describe says where the CLI keeps sessions and what Rewrite replaces.
+func (exports) Describe() string {
+	return "SQLite under <home>/.local/share/opencode (else XDG_DATA_HOME), read by locate and show; rewrite, of an 'opencode export' document: info.directory and each message's path.cwd and path.root"
+}
+
 // Rewrite replaces info.directory and each message's path.cwd and
 // path.root that are exactly from; tool inputs and outputs keep theirs.
 func (exports) Rewrite(w io.Writer, r io.Reader, from, to string) (int, error) {

@@ -92,6 +92,11 @@ func (sessions) Origin(r io.Reader) (store.Origin, error) {
 	return o, err
 }
 
+// Describe says where the CLI keeps sessions and what Rewrite replaces.
+func (sessions) Describe() string {
+	return "<home>/.pi/agent (else PI_CODING_AGENT_DIR); rewrite: the header's cwd and, since 1.x, the <cwd> section of its system messages"
+}
+
 // Rewrite replaces the header's cwd (Pi refuses to resume a session whose
 // cwd does not exist) and, since 1.x, the cwd section of its system
 // messages ("<cwd>\n/path\n</cwd>"): left as it was, the resumed Pi would

@@ -27,6 +27,11 @@ type Rewriter interface {
 	// replaced by to in the agent's structural fields only; every other
 	// byte is kept. It returns how many values it replaced.
 	Rewrite(w io.Writer, r io.Reader, from, to string) (int, error)
+	// Describe is one line for 'pvisor session --help': where the CLI
+	// keeps its sessions (and the environment variable that moves them)
+	// and which fields Rewrite replaces. It lives with the agent so that
+	// the command names no agent's layout.
+	Describe() string
 }
 
 // Store is one agent CLI's native session store of plain files.
