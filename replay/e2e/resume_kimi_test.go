@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/pvisor/pvisor/bridge/fakemodel"
-	"github.com/pvisor/pvisor/replay/capture"
 	"github.com/pvisor/pvisor/replay/tested"
 	kimifmt "github.com/pvisor/pvisor/trajectory/kimi"
 	"github.com/pvisor/pvisor/trajectory/session/sessiontest"
@@ -40,50 +39,22 @@ func TestResumeForkKimi(t *testing.T) {
 	sessiontest.WriteFile(t, filepath.Join(sdir, "logs", "kimi-code.log"), []byte("a running CLI's log\n"))
 	sourceBefore := treeSums(t, sdir)
 
-	bundles := t.TempDir()
-	line, code, stderr := pvisorRun(t, pvisor, nil, "capture", "--agent", "kimi", "--session", m.SessionID, "--home", home, "--store", bundles)
-	if code != 0 {
-		t.Fatalf("capture: %d %s\n%s", code, line.Raw, stderr)
-	}
-	bundle := line.Get("bundle").Str
+	bundle, line, parentHash := captureSession(t, pvisor, "kimi", m.SessionID, home)
 	if n := len(line.Get("manifest.files").Array()); n != 2 {
 		t.Errorf("the bundle holds %d files, want the wire log and state.json (not the log): %s", n, line.Get("manifest.files").Raw)
 	}
-	parentHash, err := capture.Hash(bundle)
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := []string{"--agent", "kimi", "--bundle", bundle, "--upstream", "openai-chat", "--agent-entrypoint", bin,
-		"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out"), "--idle-timeout", "2m"}
-	script := func(replies ...fakemodel.Reply) fakemodel.Script {
-		s := m.Script
-		s.Replies = replies
-		s.Final = "unexpected extra turn"
-		return s
-	}
-	const next = "Now list what you changed, in one line."
+	base := bundleArgs(t, "kimi", bundle, "openai-chat", bin)
 
 	t.Run("resume", func(t *testing.T) {
-		fake, env := fakeOnLoopback(t, script(fakemodel.Reply{Text: "README.md and NOTES.md. <promise>COMPLETE</promise>"}))
+		fake, env := fakeOnLoopback(t, afterResume(m, fakemodel.Reply{Text: "README.md and NOTES.md. <promise>COMPLETE</promise>"}))
 		ws, err := filepath.EvalSymlinks(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"resume", "--workspace", ws, "--prompt", next, "--run-id", "r"}, base...)...)
-		if code != 0 {
-			t.Fatalf("resume: %d %s\n%s", code, res.Raw, stderr)
-		}
-		if id := res.Get("metadata.session.session_id").Str; id != m.SessionID {
-			t.Errorf("resume continued %s, want %s", id, m.SessionID)
-		}
+		res := resumeSameSession(t, pvisor, env, fake, m, base, ws)
 		first := firstMain(t, fake)
-		if first.Turn != len(m.Script.Replies) {
-			t.Errorf("the first request after the resume holds %d assistant turns, want the recording's %d", first.Turn, len(m.Script.Replies))
-		}
-		for _, want := range []string{m.Prompt, next, "The current working directory is `" + ws + "`"} {
-			if !bytes.Contains(first.Body, []byte(jsonString(want))) {
-				t.Errorf("the first request after the resume lacks %q", want)
-			}
+		if want := "The current working directory is `" + ws + "`"; !bytes.Contains(first.Body, []byte(jsonString(want))) {
+			t.Errorf("the first request after the resume lacks %q", want)
 		}
 		if bytes.Contains(first.Body, []byte(m.RepoPath)) {
 			t.Errorf("the first request after the resume still names the recorded cwd %s", m.RepoPath)
@@ -95,33 +66,20 @@ func TestResumeForkKimi(t *testing.T) {
 	})
 
 	t.Run("fork", func(t *testing.T) {
-		_, env := fakeOnLoopback(t, script(fakemodel.Reply{Text: "Forked. <promise>COMPLETE</promise>"}))
-		res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"fork", "--workspace", t.TempDir(), "--prompt", next, "--run-id", "f"}, base...)...)
-		if code != 0 {
-			t.Fatalf("fork: %d %s\n%s", code, res.Raw, stderr)
-		}
-		child := res.Get("metadata.session.session_id").Str
-		if child == "" || child == m.SessionID || child != res.Get("metadata.session.fork_child").Str {
-			t.Errorf("fork child id %q (parent %s, fork_child %s)", child, m.SessionID, res.Get("metadata.session.fork_child").Str)
+		_, env := fakeOnLoopback(t, afterResume(m, fakemodel.Reply{Text: "Forked. <promise>COMPLETE</promise>"}))
+		res := forkBundle(t, pvisor, env, m, base)
+		if child := res.Get("metadata.session.session_id").Str; child != res.Get("metadata.session.fork_child").Str {
+			t.Errorf("fork child id %q, fork_child %s", child, res.Get("metadata.session.fork_child").Str)
 		}
 		if got := res.Get("metadata.session.fork_method").Str; got != "native" {
 			t.Errorf("fork_method = %q", got)
 		}
-		if !res.Get("metadata.session.parent.unchanged").Bool() || !res.Get("metadata.session.parent.restored_copy_unchanged").Bool() {
+		if !res.Get("metadata.session.parent.restored_copy_unchanged").Bool() {
 			t.Errorf("parent = %s", res.Get("metadata.session.parent").Raw)
 		}
-		checkCaptured(t, res, child, "Forked.")
 	})
 
-	after, err := capture.Hash(bundle)
-	if err != nil || len(after) != len(parentHash) {
-		t.Fatalf("parent bundle after the runs: %v", err)
-	}
-	for k, v := range parentHash {
-		if after[k] != v {
-			t.Errorf("parent bundle file %s changed", k)
-		}
-	}
+	checkBundleUnchanged(t, bundle, parentHash)
 	sourceAfter := treeSums(t, sdir)
 	if len(sourceAfter) != len(sourceBefore) {
 		t.Errorf("the source session directory holds %d files, had %d", len(sourceAfter), len(sourceBefore))

@@ -82,48 +82,14 @@ func TestResumeForkRealCLIs(t *testing.T) {
 			enterLoopbackNetns(t)
 
 			home, loc := sessiontest.Recorded(t, store, dir)
-			bundles := t.TempDir()
-			line, code, stderr := pvisorRun(t, pvisor, nil, "capture", "--agent", ra.agent, "--session", m.SessionID, "--home", home, "--store", bundles)
-			if code != 0 {
-				t.Fatalf("capture: %d %s\n%s", code, line.Raw, stderr)
-			}
-			bundle := line.Get("bundle").Str
-			parentHash, err := capture.Hash(bundle)
-			if err != nil {
-				t.Fatal(err)
-			}
-			turns := len(m.Script.Replies)
-			base := []string{"--agent", ra.agent, "--bundle", bundle, "--upstream", ra.upstream, "--agent-entrypoint", bin,
-				"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out"), "--idle-timeout", "2m"}
-			// The fake model answers a resumed session from its script's
-			// start: the replies are the turns after the resume.
-			script := func(replies ...fakemodel.Reply) fakemodel.Script {
-				s := m.Script
-				s.Replies = replies
-				s.Final = "unexpected extra turn"
-				return s
-			}
-			const next = "Now list what you changed, in one line."
+			bundle, _, parentHash := captureSession(t, pvisor, ra.agent, m.SessionID, home)
+			base := bundleArgs(t, ra.agent, bundle, ra.upstream, bin)
+			script := func(replies ...fakemodel.Reply) fakemodel.Script { return afterResume(m, replies...) }
 
 			t.Run("resume", func(t *testing.T) {
 				fake, env := fakeOnLoopback(t, script(fakemodel.Reply{Text: "README.md and NOTES.md. <promise>COMPLETE</promise>"}))
 				ws := t.TempDir()
-				res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"resume", "--workspace", ws, "--prompt", next, "--run-id", "r"}, base...)...)
-				if code != 0 {
-					t.Fatalf("resume: %d %s\n%s", code, res.Raw, stderr)
-				}
-				if id := res.Get("metadata.session.session_id").Str; id != m.SessionID {
-					t.Errorf("resume continued %s, want %s", id, m.SessionID)
-				}
-				first := firstMain(t, fake)
-				if first.Turn != turns {
-					t.Errorf("the first request after the resume holds %d assistant turns, want the recording's %d", first.Turn, turns)
-				}
-				for _, want := range []string{m.Prompt, next} {
-					if !bytes.Contains(first.Body, []byte(jsonString(want))) {
-						t.Errorf("the first request after the resume lacks %q", want)
-					}
-				}
+				res := resumeSameSession(t, pvisor, env, fake, m, base, ws)
 				if res.Get("metadata.continuation.completion.matched").Str != "<promise>COMPLETE</promise>" {
 					t.Errorf("completion = %s", res.Get("metadata.continuation.completion").Raw)
 				}
@@ -140,7 +106,7 @@ func TestResumeForkRealCLIs(t *testing.T) {
 					t.Fatal(err)
 				}
 				args := []string{"resume", "--agent", ra.agent, "--bundle", bundle, "--upstream", "fake", "--fake-script", sf,
-					"--agent-entrypoint", bin, "--workspace", t.TempDir(), "--prompt", next, "--run-id", "u", "--idle-timeout", "2m",
+					"--agent-entrypoint", bin, "--workspace", t.TempDir(), "--prompt", nextPrompt, "--run-id", "u", "--idle-timeout", "2m",
 					"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out")}
 				res, code, stderr := pvisorRun(t, pvisor, nil, args...)
 				if code != 0 {
@@ -157,18 +123,7 @@ func TestResumeForkRealCLIs(t *testing.T) {
 
 			t.Run("fork", func(t *testing.T) {
 				_, env := fakeOnLoopback(t, script(fakemodel.Reply{Text: "Forked. <promise>COMPLETE</promise>"}))
-				res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"fork", "--workspace", t.TempDir(), "--prompt", next, "--run-id", "f"}, base...)...)
-				if code != 0 {
-					t.Fatalf("fork: %d %s\n%s", code, res.Raw, stderr)
-				}
-				child := res.Get("metadata.session.session_id").Str
-				if child == "" || child == m.SessionID {
-					t.Errorf("fork child id %q (parent %s)", child, m.SessionID)
-				}
-				if !res.Get("metadata.session.parent.unchanged").Bool() {
-					t.Errorf("parent = %s", res.Get("metadata.session.parent").Raw)
-				}
-				checkCaptured(t, res, child, "Forked.")
+				forkBundle(t, pvisor, env, m, base)
 			})
 
 			t.Run("structured-retry", func(t *testing.T) {
@@ -179,7 +134,7 @@ func TestResumeForkRealCLIs(t *testing.T) {
 				if err := os.WriteFile(schema, []byte(`{"type":"object","required":["files"],"properties":{"files":{"type":"array","items":{"type":"string"}}}}`), 0o600); err != nil {
 					t.Fatal(err)
 				}
-				res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"fork", "--workspace", t.TempDir(), "--prompt", next, "--run-id", "s",
+				res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"fork", "--workspace", t.TempDir(), "--prompt", nextPrompt, "--run-id", "s",
 					"--output-tag", "result", "--output-schema", schema, "--max-retries", "1"}, base...)...)
 				if code != 0 {
 					t.Fatalf("fork: %d %s\n%s", code, res.Raw, stderr)
@@ -197,7 +152,7 @@ func TestResumeForkRealCLIs(t *testing.T) {
 					t.Fatalf("unpack the initial repo: %v\n%s", err, out)
 				}
 				traj := filepath.Join(dir, m.Files["session"])
-				args := []string{"fork", "--agent", ra.agent, "--trajectory", traj, "--after-step", "2", "--workspace", ws, "--prompt", next,
+				args := []string{"fork", "--agent", ra.agent, "--trajectory", traj, "--after-step", "2", "--workspace", ws, "--prompt", nextPrompt,
 					"--run-id", "a", "--upstream", ra.upstream, "--agent-entrypoint", bin, "--idle-timeout", "2m",
 					"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out")}
 				res, code, stderr := pvisorRun(t, pvisor, env, args...)
@@ -219,25 +174,112 @@ func TestResumeForkRealCLIs(t *testing.T) {
 				if first.Turn != want || want < 2 {
 					t.Errorf("the first request after the fork holds %d assistant turns, want the prefix's %d", first.Turn, want)
 				}
-				if !bytes.Contains(first.Body, []byte(jsonString(next))) || !bytes.Contains(first.Body, []byte(jsonString(m.Prompt))) {
+				if !bytes.Contains(first.Body, []byte(jsonString(nextPrompt))) || !bytes.Contains(first.Body, []byte(jsonString(m.Prompt))) {
 					t.Errorf("the first request after the fork lacks the recorded task or the prompt")
 				}
 				checkCaptured(t, res, child, "Branched.")
 			})
 
-			after, err := capture.Hash(bundle)
-			if err != nil || len(after) != len(parentHash) {
-				t.Fatalf("parent bundle after the runs: %v", err)
-			}
-			for k, v := range parentHash {
-				if after[k] != v {
-					t.Errorf("parent bundle file %s changed", k)
-				}
-			}
+			checkBundleUnchanged(t, bundle, parentHash)
 			if orig, _ := os.ReadFile(filepath.Join(loc.Root, loc.Main)); !bytes.Equal(orig, mustRead(t, filepath.Join(dir, m.Files["session"]))) {
 				t.Errorf("the session in the first sandbox changed")
 			}
 		})
+	}
+}
+
+// nextPrompt is what every resume and fork test asks after the recording.
+const nextPrompt = "Now list what you changed, in one line."
+
+// captureSession captures session id from home into a fresh store with the
+// pvisor binary and returns the bundle, capture's result line and the
+// bundle's file hashes (for checkBundleUnchanged).
+func captureSession(t *testing.T, pvisor, agent, id, home string) (string, gjson.Result, map[string]string) {
+	t.Helper()
+	line, code, stderr := pvisorRun(t, pvisor, nil, "capture", "--agent", agent, "--session", id, "--home", home, "--store", t.TempDir())
+	if code != 0 {
+		t.Fatalf("capture: %d %s\n%s", code, line.Raw, stderr)
+	}
+	bundle := line.Get("bundle").Str
+	sums, err := capture.Hash(bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bundle, line, sums
+}
+
+// bundleArgs are the flags every resume and fork of bundle shares.
+func bundleArgs(t *testing.T, agent, bundle, upstream, bin string) []string {
+	return []string{"--agent", agent, "--bundle", bundle, "--upstream", upstream, "--agent-entrypoint", bin,
+		"--state-dir", filepath.Join(t.TempDir(), "state"), "--output-dir", filepath.Join(t.TempDir(), "out"), "--idle-timeout", "2m"}
+}
+
+// afterResume is the recording's script answering with replies: the fake
+// model answers a resumed session from its script's start, so the replies
+// are the turns after the resume.
+func afterResume(m manifest, replies ...fakemodel.Reply) fakemodel.Script {
+	s := m.Script
+	s.Replies = replies
+	s.Final = "unexpected extra turn"
+	return s
+}
+
+// resumeSameSession resumes the bundle in ws and checks what every agent's
+// resume must do: the same session id continues, and the first request holds
+// all the recorded turns, the recorded task and the new prompt.
+func resumeSameSession(t *testing.T, pvisor string, env []string, fake *fakemodel.Server, m manifest, base []string, ws string) gjson.Result {
+	t.Helper()
+	res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"resume", "--workspace", ws, "--prompt", nextPrompt, "--run-id", "r"}, base...)...)
+	if code != 0 {
+		t.Fatalf("resume: %d %s\n%s", code, res.Raw, stderr)
+	}
+	if id := res.Get("metadata.session.session_id").Str; id != m.SessionID {
+		t.Errorf("resume continued %s, want %s", id, m.SessionID)
+	}
+	first := firstMain(t, fake)
+	if turns := len(m.Script.Replies); first.Turn != turns {
+		t.Errorf("the first request after the resume holds %d assistant turns, want the recording's %d", first.Turn, turns)
+	}
+	for _, want := range []string{m.Prompt, nextPrompt} {
+		if !bytes.Contains(first.Body, []byte(jsonString(want))) {
+			t.Errorf("the first request after the resume lacks %q", want)
+		}
+	}
+	return res
+}
+
+// forkBundle forks the bundle into a fresh workspace (the fake model says
+// "Forked.") and checks the child: a new id, the parent unchanged, the
+// child's session captured. It returns the result.
+func forkBundle(t *testing.T, pvisor string, env []string, m manifest, base []string) gjson.Result {
+	t.Helper()
+	res, code, stderr := pvisorRun(t, pvisor, env, append([]string{"fork", "--workspace", t.TempDir(), "--prompt", nextPrompt, "--run-id", "f"}, base...)...)
+	if code != 0 {
+		t.Fatalf("fork: %d %s\n%s", code, res.Raw, stderr)
+	}
+	child := res.Get("metadata.session.session_id").Str
+	if child == "" || child == m.SessionID {
+		t.Errorf("fork child id %q (parent %s)", child, m.SessionID)
+	}
+	if !res.Get("metadata.session.parent.unchanged").Bool() {
+		t.Errorf("parent = %s", res.Get("metadata.session.parent").Raw)
+	}
+	checkCaptured(t, res, child, "Forked.")
+	return res
+}
+
+// checkBundleUnchanged holds the bundle's files to the hashes taken at
+// capture: resume and fork never write into a bundle.
+func checkBundleUnchanged(t *testing.T, bundle string, before map[string]string) {
+	t.Helper()
+	after, err := capture.Hash(bundle)
+	if err != nil || len(after) != len(before) {
+		t.Fatalf("parent bundle after the runs: %d files (had %d), %v", len(after), len(before), err)
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("parent bundle file %s changed", k)
+		}
 	}
 }
 
