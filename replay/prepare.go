@@ -24,7 +24,10 @@ func (r *run) buildPrefix() error {
 	if err := p.Format.WritePrefix(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep); err != nil {
 		return decodeFailure(r.req.Trajectory, err)
 	}
-	r.prefix = buf.Bytes()
+	r.prefix, err = r.inlineAssets(buf.Bytes())
+	if err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -54,6 +54,11 @@ type Request struct {
 	// Instance picks one instance (instance_id) of an OpenHands
 	// evaluation output.jsonl holding several.
 	Instance string `json:",omitempty"`
+	// TrajectoryAssets is a directory of files the trajectory names outside
+	// the session (SWE-agent's problem statement from a file), inlined into
+	// the prepared prefix from there, read-only (pVisor's
+	// --trajectory-assets).
+	TrajectoryAssets string `json:",omitempty"`
 	// AfterStep is the boundary: steps 1..AfterStep are replayed (as
 	// `pvisor inspect` numbers them).
 	AfterStep int
@@ -224,6 +229,9 @@ func (r *Request) Validate() error {
 		return configErr("agent entrypoint and agent runtime are mutually exclusive")
 	}
 	if err := r.checkDisallowedTools(); err != nil {
+		return err
+	}
+	if err := r.checkAssets(); err != nil {
 		return err
 	}
 	if f, ok := lookupFormat(r.Agent); ok && r.Instance != "" {

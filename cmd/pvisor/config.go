@@ -56,10 +56,9 @@ type replayTable struct {
 	UpstreamModel          string            `toml:"upstream_model"`
 	// --upstream-first-byte-timeout and --upstream-idle-timeout, in ms as
 	// the other durations of a config (0 or unset: the defaults).
-	UpstreamFirstByteTimeoutMS int `toml:"upstream_first_byte_timeout_ms"`
-	UpstreamIdleTimeoutMS      int `toml:"upstream_idle_timeout_ms"`
-	// TrajectoryAssets is pVisor's; refused (assetsRefused).
-	TrajectoryAssets *string `toml:"trajectory_assets"`
+	UpstreamFirstByteTimeoutMS int    `toml:"upstream_first_byte_timeout_ms"`
+	UpstreamIdleTimeoutMS      int    `toml:"upstream_idle_timeout_ms"`
+	TrajectoryAssets           string `toml:"trajectory_assets"`
 }
 
 type runTable struct {
@@ -114,9 +113,6 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 	if r.PrepareOnly && r.ReplayOnly {
 		return req, fmt.Errorf("%s: prepare_only and replay_only are mutually exclusive", path)
 	}
-	if r.TrajectoryAssets != nil {
-		return req, fmt.Errorf("%s: %w", path, assetsRefused("[replay] trajectory_assets"))
-	}
 	rel := relativeTo(filepath.Dir(path))
 	*req = replay.Request{
 		Agent: r.Agent, Trajectory: rel(r.Trajectory), Instance: r.Instance, AfterStep: r.AfterStep,
@@ -124,6 +120,7 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 		RunID: r.RunID, SessionID: r.SessionID, Workspace: rel(r.Workspace), StateRoot: rel(r.StateDir),
 		OutputRoot: rel(r.OutputDir), AgentEntrypoint: rel(r.AgentEntrypoint), AgentRuntime: rel(r.AgentRuntime), AgentArgs: r.AgentArgs, DisallowedTools: r.DisallowedTools,
 		AllowUntestedVersion: r.AllowUntestedVersion, DisableThinking: r.DisableThinking, Upstream: r.Upstream, UpstreamModel: r.UpstreamModel,
+		TrajectoryAssets: rel(r.TrajectoryAssets),
 	}
 	if r.MaxSteps != nil {
 		req.MaxSteps, req.MaxStepsSet = *r.MaxSteps, true
@@ -157,13 +154,6 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy, Allow: c.Allow}
 	}
 	return req, nil
-}
-
-// assetsRefused: pVisor inlines a SWE-agent problem statement from the
-// assets dir; pvisor only inspects and prepares SWE-agent sessions, so
-// the option would do nothing, and is refused rather than ignored.
-func assetsRefused(what string) error {
-	return fmt.Errorf("%s is not built in pvisor: it holds SWE-agent problem files, and SWE-agent sessions are inspected and prepared only here (their replay is refused); remove it", what)
 }
 
 // relativeTo resolves relative paths of a config against its directory, so

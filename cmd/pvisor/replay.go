@@ -194,7 +194,7 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	fs.StringVar(&req.UpstreamModel, "upstream-model", "", "`model` an openai-chat upstream serves, when continuing claude-code on it (default $OPENAI_MODEL)")
 	upstreamTimeoutVars(fs, &req.UpstreamFirstByteTimeout, &req.UpstreamIdleTimeout)
 	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
-	assets := fs.String("trajectory-assets", "", "SWE-agent problem files `dir`: refused (SWE-agent sessions are inspected and prepared only)")
+	fs.StringVar(&req.TrajectoryAssets, "trajectory-assets", "", "`dir` of the files a trajectory names outside the session, inlined into the prepared prefix (SWE-agent's problem statement from a file; read-only)")
 	fs.StringVar(&req.Run.Executor, "executor", "", "where tools run: `host` (the default; pVisor's container and vm are refused: not built)")
 	fs.StringVar(&req.Run.Policy, "policy", "", "file `policy`: observe (the default: file tools' writes outside the workspace recorded) or enforce (writes outside the workspace denied: Landlock for shell tools, a resolved-path check for file tools; needs tool isolation)")
 	fs.BoolVar(&req.Run.Safe, "safe", false, "pVisor's safe preset: tool isolation, --overlayfs-path WORKSPACE --overlayfs-commit drop, --overlaynet proxy with an allowlist of the model host only, --policy enforce (a contradicting option is refused; metadata.safe says what applied)")
@@ -231,9 +231,6 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	}
 	if req.Upstream == replay.UpstreamRecorded && (req.UpstreamFirstByteTimeout != 0 || req.UpstreamIdleTimeout != 0) {
 		return req, replay.ErrRecordedTimeouts
-	}
-	if fs.Changed("trajectory-assets") {
-		return req, assetsRefused("--trajectory-assets " + *assets)
 	}
 	if *config != "" && *request != "" {
 		return req, fmt.Errorf("--config/--request cannot be combined with direct replay options: pass one of them")

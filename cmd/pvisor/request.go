@@ -98,8 +98,6 @@ func loadRequestFile(path string) (*replay.Request, error) {
 		return req, fmt.Errorf("--request %s: workspace, state_dir and output_dir are required", path)
 	case rf.PrepareOnly && rf.ReplayOnly:
 		return req, fmt.Errorf("--request %s: prepare_only and replay_only are mutually exclusive", path)
-	case rf.TrajectoryAssets != nil:
-		return req, fmt.Errorf("--request %s: trajectory_assets is for swe-agent, which pvisor does not replay yet; remove it", path)
 	case rf.SessionID != nil && *rf.SessionID == "":
 		return req, fmt.Errorf("--request %s: session_id must be non-empty and contain no NUL, CR, or LF", path)
 	}
@@ -123,6 +121,9 @@ func loadRequestFile(path string) (*replay.Request, error) {
 	}
 	if rf.SessionID != nil {
 		req.SessionID = *rf.SessionID
+	}
+	if rf.TrajectoryAssets != nil {
+		req.TrajectoryAssets = *rf.TrajectoryAssets
 	}
 	if rf.BoundaryUserPrompt != nil {
 		req.BoundaryUserPrompt = *rf.BoundaryUserPrompt
