@@ -235,12 +235,26 @@ func (r *run) runAgent(ctx context.Context, staged Staged, budget <-chan struct{
 	if p, ok := staged.(Programmer); ok {
 		exe = p.Program()
 	}
+	// --overlaynet-agent: the CLI is born in a namespace of its own.
+	inNS := func(start func() error) error { return start() }
+	if r.req.Overlaynet.Agent {
+		ns, extra, err := r.agentNamespace(srv)
+		if err != nil {
+			return nil, err
+		}
+		defer ns.Close()
+		env, inNS = append(env, extra...), ns.Do
+	}
 	if h := r.req.Hooks; h != nil && h.Launch != nil {
 		h.Launch(Launch{Entry: exe, Args: cmd.Args, Env: env, Dir: cs.c.Workspace, Home: cs.c.Home, Temp: tmp,
 			Stdin: cmd.Stdin, Bridge: srv.URL()})
 	}
-	proc, err := agentproc.Start(agentproc.Spec{Entry: exe, Args: cmd.Args, Env: env, Dir: cs.c.Workspace,
-		Stdin: cmd.Stdin, Stdout: logs[agent+"-stdout.log"], Stderr: logs[agent+"-stderr.log"]}, activity)
+	var proc *agentproc.Proc
+	err = inNS(func() (err error) {
+		proc, err = agentproc.Start(agentproc.Spec{Entry: exe, Args: cmd.Args, Env: env, Dir: cs.c.Workspace,
+			Stdin: cmd.Stdin, Stdout: logs[agent+"-stdout.log"], Stderr: logs[agent+"-stderr.log"]}, activity)
+		return err
+	})
 	if err != nil {
 		return nil, fail(result.ContinuationError, "starting %s: %v", *r.res.Agent.Entrypoint, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 // item to the rollout, answers function calls with "ok", and stops at the
 // first response without calls. FAKE_CODEX_MODE varies it: "hang" never
 // talks, "tamper" edits a stored output first, "token-name" presents the
-// token variable's name instead of its value.
+// token variable's name instead of its value, "run" runs each call's cmd
+// with bash and answers its output.
 const fakeCodexEnv = "PVISOR_TEST_FAKE_CODEX"
 
 // fakeCodexTokenEnv is the env_key the launcher's config.toml names for the
@@ -123,19 +125,25 @@ func fakeCodex(args []string, mode string) error {
 		if err != nil {
 			return err
 		}
-		var calls []string
+		var calls, cmds []string
 		for _, it := range gjson.GetBytes(out, "output").Array() {
 			record("response_item", it.Raw)
 			input = append(input, it.Raw)
 			if it.Get("type").Str == "function_call" {
 				calls = append(calls, it.Get("call_id").Str)
+				cmds = append(cmds, gjson.Get(it.Get("arguments").Str, "cmd").Str)
 			}
 		}
 		if len(calls) == 0 {
 			return nil
 		}
-		for _, id := range calls {
-			o, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": id, "output": "ok"})
+		for i, id := range calls {
+			output := "ok"
+			if mode == "run" {
+				res, _ := exec.Command("bash", "-c", cmds[i]).CombinedOutput()
+				output = string(res)
+			}
+			o, _ := json.Marshal(map[string]string{"type": "function_call_output", "call_id": id, "output": output})
 			record("response_item", string(o))
 			input = append(input, string(o))
 		}

@@ -60,7 +60,7 @@ func (r *Request) applySafe() error {
 	}
 	r.Run.Policy, r.Run.Executor = toolenv.PolicyEnforce, toolenv.ExecutorHost
 	r.Overlay.Commit = "drop"
-	r.Overlaynet = OverlaynetConfig{Mode: toolenv.NetProxy, Policy: policy, Allow: allow}
+	r.Overlaynet = OverlaynetConfig{Mode: toolenv.NetProxy, Policy: policy, Allow: allow, Agent: r.Overlaynet.Agent}
 	return nil
 }
 

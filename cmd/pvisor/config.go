@@ -80,6 +80,7 @@ type overlaynetTable struct {
 	Mode   string   `toml:"mode"`
 	Policy string   `toml:"policy"`
 	Allow  []string `toml:"allow"`
+	Agent  bool     `toml:"agent"`
 }
 
 // loadReplayConfig reads a TOML request. Relative paths in it are relative
@@ -151,7 +152,7 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 		}
 	}
 	if c := cfg.Overlaynet; c != nil {
-		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy, Allow: c.Allow}
+		req.Overlaynet = replay.OverlaynetConfig{Mode: c.Mode, Policy: c.Policy, Allow: c.Allow, Agent: c.Agent}
 	}
 	return req, nil
 }

@@ -68,9 +68,13 @@ connection attempt is journaled (host, port, bytes each way, allowed or
 denied, which call) in metadata.overlaynet and logs/egress.jsonl; never a
 header, path or body. --overlaynet auto is proxy where namespaces can be
 made; --overlaynet off (default) shares the host network; deny gives tools
-only their own loopback.
+only their own loopback. --overlaynet-agent puts the continued agent CLI
+in such a namespace too: it reaches the bridge at its usual address and,
+with proxy, its own tools go through the same proxy, journaled with label
+agent (with deny it reaches only the bridge).
     $ pvisor replay ... --overlaynet proxy --overlaynet-policy allowlist \
           --overlaynet-allow pypi.org:443 --overlaynet-allow '*.pythonhosted.org:443'
+    $ pvisor replay ... --overlaynet proxy --overlaynet-policy deny --overlaynet-agent
 
 Exit codes: 0 ok, 2 configuration, 10 trajectory, 11 unsupported agent or
 version, 20 workspace, 30 executor (a replayed tool or a prompt command),
@@ -207,6 +211,7 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	fs.Lookup("overlaynet").NoOptDefVal = toolenv.NetProxy
 	fs.StringVar(&req.Overlaynet.Policy, "overlaynet-policy", "", "egress proxy `policy`: public (default; public addresses, recorded), deny, or allowlist")
 	fs.StringArrayVar(&req.Overlaynet.Allow, "overlaynet-allow", nil, "allowlist `pattern` host[:port], *.suffix, IP or CIDR (repeatable; needs --overlaynet-policy allowlist)")
+	fs.BoolVar(&req.Overlaynet.Agent, "overlaynet-agent", false, "the continued agent CLI too: a network namespace of its own where it reaches the bridge and, with --overlaynet proxy, its tools go through the egress proxy (journaled with label agent); with deny, only the bridge")
 	quiet := fs.BoolP("quiet", "q", false, "no progress lines and no summary on stderr (by default: one live line on a terminal, plain lines otherwise)")
 	fs.BoolVar(&summary.forced, "summary", false, "end with a short summary for people on stderr (default: when stderr is a terminal)")
 	help := fs.BoolP("help", "h", false, "show this help")

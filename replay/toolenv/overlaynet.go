@@ -19,6 +19,11 @@ type Overlaynet struct {
 	Policy string
 	// Allow holds the allowlist's host[:port] patterns (egress.ParsePattern).
 	Allow []string `json:",omitempty"`
+	// Agent puts the continued agent CLI behind the same policy: in a
+	// network namespace of its own where the bridge is at its usual
+	// address and, with mode proxy, its tools' only way out is the egress
+	// proxy (pvisor's --overlaynet-agent; not pVisor's).
+	Agent bool `json:",omitempty"`
 }
 
 // Overlaynet modes: pVisor's auto, off and proxy, and pvisor's own deny.
@@ -73,6 +78,9 @@ func (o Overlaynet) Check() error {
 	case mode == NetOff && (o.Policy == egress.PolicyDeny || o.Policy == egress.PolicyAllowlist || len(o.Allow) > 0):
 		return configErr("--overlaynet-policy %s needs --overlaynet proxy (or auto): with --overlaynet off tools share the host network and nothing would be enforced", policyOr(o.Policy))
 	}
+	if o.Agent && mode != NetProxy && mode != NetDeny {
+		return configErr("--overlaynet-agent needs --overlaynet proxy (the agent's tools go through the egress proxy) or deny (the agent reaches only the bridge); with --overlaynet %s nothing would be enforced on the agent", mode)
+	}
 	if mode == NetProxy || mode == NetAuto {
 		if _, err := egress.ParsePolicy(policy, o.Allow); err != nil {
 			return configErr("%v", err)
@@ -100,5 +108,5 @@ func policyOr(p string) string {
 
 // Set reports whether any [overlaynet] key was given.
 func (o Overlaynet) Set() bool {
-	return o.Mode != "" || o.Policy != "" || len(o.Allow) > 0
+	return o.Mode != "" || o.Policy != "" || len(o.Allow) > 0 || o.Agent
 }
