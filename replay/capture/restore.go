@@ -87,7 +87,11 @@ func Restore(o RestoreOptions) (*Restored, error) {
 			return nil, fail(result.ConfigurationError, "bundle file %s would be restored to %s, outside %s", f.Path, dst, o.Root)
 		}
 		tmp := filepath.Join(stage, fmt.Sprintf("%d", i))
-		n, err := rewriteFile(o.Store, filepath.Join(o.Bundle, FilesDir, filepath.FromSlash(f.Path)), tmp, m.OriginCwd, cwd)
+		from := m.OriginCwd
+		if cr, ok := o.Store.(session.CwdRecorder); ok && !cr.RecordsCwd(filepath.FromSlash(f.Path)) {
+			from = cwd // a copy of a user's file: byte for byte
+		}
+		n, err := rewriteFile(o.Store, filepath.Join(o.Bundle, FilesDir, filepath.FromSlash(f.Path)), tmp, from, cwd)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/pvisor/pvisor/result"
 	"github.com/pvisor/pvisor/trajectory/claude"
 	"github.com/pvisor/pvisor/trajectory/codex"
+	"github.com/pvisor/pvisor/trajectory/copilot"
+	"github.com/pvisor/pvisor/trajectory/kimi"
 	"github.com/pvisor/pvisor/trajectory/pi"
 	"github.com/pvisor/pvisor/trajectory/session"
 	"github.com/pvisor/pvisor/trajectory/session/sessiontest"
@@ -231,4 +233,79 @@ func editManifest(t *testing.T, dir string, edit func(*Manifest)) {
 	if err := os.WriteFile(p, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRestoreCopiesUserFiles: the copies of the user's files a Kimi or
+// Copilot session directory keeps are restored byte for byte: a binary
+// file with no newline in its first 17 MiB (over the line rewriter's cap)
+// and a JSON-lines copy that looks like a session record naming the
+// recorded cwd, while the session's own log is rewritten.
+func TestRestoreCopiesUserFiles(t *testing.T) {
+	for _, tt := range []struct {
+		store session.Store
+		dir   string
+		copy  string // a directory of user-file copies, relative to the session directory
+	}{
+		{kimi.Sessions(), "../../testdata/e2e/sessions/kimi@2.1.0", "file-history"},
+		{copilot.Sessions(), "../../testdata/e2e/sessions/copilot@1.0.102", "checkpoints"},
+	} {
+		t.Run(tt.store.Agent(), func(t *testing.T) {
+			_, loc := sessiontest.Recorded(t, tt.store, tt.dir)
+			main := filepath.Join(loc.Root, loc.Main)
+			o, err := tt.store.Origin(mustOpen(t, main))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sdir := filepath.Dir(main)
+			if tt.store.Agent() == "kimi" {
+				sdir = filepath.Dir(filepath.Dir(sdir)) // agents/main/wire.jsonl
+			}
+			big := bytes.Repeat([]byte{0xff, 0x00, 'x'}, 17<<20/3+1)
+			lookalike := []byte(`{"type":"runtime.set_binding","workspaceId":"` + o.Cwd + `"}` + "\n" +
+				`{"type":"session.start","data":{"context":{"cwd":"` + o.Cwd + `"}}}` + "\n")
+			sessiontest.WriteFile(t, filepath.Join(sdir, tt.copy, "big.bin"), big)
+			sessiontest.WriteFile(t, filepath.Join(sdir, tt.copy, "notes.jsonl"), lookalike)
+			bundle, _, err := Capture(Options{Store: tt.store, Root: loc.Root, ID: loc.ID, StoreDir: t.TempDir(), Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := t.TempDir()
+			r, err := Restore(RestoreOptions{Bundle: bundle, Store: tt.store, Root: filepath.Join(t.TempDir(), "state"), Workspace: ws, Now: now})
+			if err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+			if r.Rewrites == 0 {
+				t.Error("the session's own log was not rewritten")
+			}
+			found := 0
+			for _, f := range r.Files {
+				var want []byte
+				switch filepath.Base(f) {
+				case "big.bin":
+					want = big
+				case "notes.jsonl":
+					want = lookalike
+				default:
+					continue
+				}
+				found++
+				if got, _ := os.ReadFile(f); !bytes.Equal(got, want) {
+					t.Errorf("%s was not restored byte for byte", f)
+				}
+			}
+			if found != 2 {
+				t.Errorf("restored %d of the 2 user-file copies: %v", found, r.Files)
+			}
+		})
+	}
+}
+
+func mustOpen(t *testing.T, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

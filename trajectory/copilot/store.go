@@ -85,6 +85,17 @@ func (sessions) Origin(r io.Reader) (store.Origin, error) {
 	return o, err
 }
 
+// RecordsCwd: of a session directory only events.jsonl records the cwd
+// through Rewrite (workspace.yaml is rewritten by Resume); checkpoints/,
+// rewind-file-snapshots/ and files/ are copies restored as they are.
+func (sessions) RecordsCwd(rel string) bool {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) < 3 || parts[0] != "session-state" {
+		return true // not a session file as Locate lists them: rewrite, to be safe
+	}
+	return len(parts) == 3 && parts[2] == "events.jsonl"
+}
+
 // Describe says where the CLI keeps sessions and what Rewrite replaces.
 func (sessions) Describe() string {
 	return "<home>/.copilot (else COPILOT_HOME), the session directory whole; rewrite: data.context.cwd and gitRoot of session.start and every session.resume (workspace.yaml on restore)"

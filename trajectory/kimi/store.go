@@ -93,6 +93,18 @@ func (sessions) Origin(r io.Reader) (store.Origin, error) {
 // Derived is the name Kimi derives from a cwd: its workspace id.
 func (sessions) Derived(cwd string) []string { return []string{WorkspaceID(cwd)} }
 
+// RecordsCwd: only the wire logs (agents/<name>/wire.jsonl) and state.json
+// of a session directory record the cwd; file-history holds copies of the
+// user's files, which are restored as they are.
+func (sessions) RecordsCwd(rel string) bool {
+	parts := strings.Split(filepath.ToSlash(rel), "/")
+	if len(parts) < 4 || parts[0] != "sessions" {
+		return true // not a session file as Locate lists them: rewrite, to be safe
+	}
+	in := parts[3:] // below sessions/<wd>/<id>/
+	return len(in) == 1 && in[0] == "state.json" || len(in) == 3 && in[0] == "agents" && in[2] == "wire.jsonl"
+}
+
 // Describe says where the CLI keeps sessions and what Rewrite replaces.
 func (sessions) Describe() string {
 	return "<home>/.kimi-code (else KIMI_CODE_HOME), the session directory whole; rewrite: wire.jsonl's runtime.set_binding.workspaceId, profile.bind's environmentDisclosure.cwd and systemPrompt cwd, tool.call displays; state.json's cwd and agents.*.homedir"

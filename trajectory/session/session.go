@@ -51,6 +51,17 @@ type Store interface {
 	Place(rel, cwd string) string
 }
 
+// CwdRecorder is a Store whose sessions hold files that record no cwd:
+// copies of the user's files (Kimi's file-history, Copilot's checkpoints
+// and file snapshots), binary ones included. RecordsCwd says whether the
+// file at rel (relative to Root, as Locate lists it) records one; a restore
+// passes only those through Rewrite, which reads lines and so refuses a
+// line over its cap, and copies the others byte for byte. A Store without
+// it has every file rewritten.
+type CwdRecorder interface {
+	RecordsCwd(rel string) bool
+}
+
 // Brancher is a Store that can file a rebuilt session as a new one (fork
 // --after-step): the id a session file records, a fresh id of the kind the
 // CLI makes, and the file the CLI keeps a session with that id in.
