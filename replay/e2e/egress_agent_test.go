@@ -43,10 +43,12 @@ func helloServer(t *testing.T, addr string) string {
 // are journaled as the agent's.
 func TestContinueAgentBehindEgressProxy(t *testing.T) {
 	s := loadChatSession(t, "pi")
-	enterLoopbackNetns(t)
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed")
 	}
+	// The servers listen before the test's thread enters its loopback-only
+	// namespace: the bridge and the egress proxy dial from pvisor's other
+	// threads, outside it.
 	allowed := helloServer(t, "127.0.0.2:0")
 	other := helloServer(t, "127.0.0.3:0")
 	bash := func(cmd string) fakemodel.Reply {
@@ -60,6 +62,7 @@ func TestContinueAgentBehindEgressProxy(t *testing.T) {
 		bash("curl -s -m 10 -o /dev/null -w 'code=%{http_code}' http://" + other + "/page; echo; curl -s -m 3 --noproxy '*' http://" + allowed + "/page || echo direct-refused"),
 		{Text: "Done."},
 	}}, fakemodel.WithReplyOffset(s.format.PrefixModelTurns(s.traj, step))))
+	enterLoopbackNetns(t)
 
 	cr := s.continueAfter(t, step, func(r *replay.Request) {
 		r.Upstream = "openai-chat"
