@@ -41,6 +41,13 @@ type Resume struct {
 	// Stop and Grace end the CLI (SIGTERM and 3 s when zero).
 	Stop  syscall.Signal
 	Grace time.Duration
+	// Compacted, for a CLI that summarises its history once the model's
+	// token count passes a limit, reports whether a model request (its
+	// body, as the bridge forwards it) carries such a summary in place of
+	// the conversation. A resumed or forked agent that compacted no longer
+	// sees the session it was given, so the run is marked degraded and says
+	// so. nil: the CLI never compacts on its own.
+	Compacted func(body []byte) bool
 }
 
 // MaxForkOutput bounds what a Fork command's stdout is read to.

@@ -54,7 +54,8 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		logs[name] = f
 	}
 	activity := &atomic.Int64{}
-	srv, err := bridge.Start(bridge.Options{Upstream: replay.ActiveUpstream(in.up, activity), Conversation: bridge.Passthrough,
+	watch := &compactionWatch{compacted: r.spec.Compacted}
+	srv, err := bridge.Start(bridge.Options{Upstream: replay.ActiveUpstream(in.up, activity), Conversation: watch,
 		Logger: slog.New(slog.NewJSONHandler(logs["bridge"+suffix], nil))})
 	if err != nil {
 		return "", "", fail(result.ContinuationError, "%v", err)
@@ -109,6 +110,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		Signal: r.spec.Stop, Grace: r.spec.Grace})
 	code, sig, waitErr := proc.Wait()
 	srv.Close()
+	watch.record(r)
 	stats := srv.Stats()
 	cont := map[string]any{"stop_reason": stop.String(), "exit_code": code, "duration_ms": time.Since(start).Milliseconds(),
 		"bridge": stats, "upstream": in.upMeta}

@@ -17,6 +17,7 @@ var resume = launch.Resume{
 	Command:   resumeCommand,
 	SessionID: launch.StreamID("type", "thread.started", "thread_id"),
 	Text:      outputText,
+	Compacted: func(body []byte) bool { return compacted(gjson.GetBytes(body, "input").Array()) },
 }
 
 // builtinProviders cannot be redefined in config.toml.
