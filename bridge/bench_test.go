@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -19,10 +20,17 @@ import (
 
 // benchPair is an upstream server, a bridge in front of it, and a keep-alive client
 // for each path (the CLIs keep their connection too).
+//
+// The throughput benchmarks also time a third path, "hop": the same upstream
+// behind a bare TCP forwarder (io.Copy between TCP connections, which Linux
+// does with splice(2): no parsing, no user-space copy). It is the cheapest any
+// loopback proxy can be, so its ratio is the ceiling for the bridge's on the
+// machine at hand: on a CPU-bound host, the extra TCP connection costs about
+// as much as the direct exchange itself, whatever the proxy does with the bytes.
 type benchPair struct {
-	direct, bridged string
-	token           string
-	dc, bc          *http.Client
+	direct, bridged, hop string
+	token                string
+	dc, bc, hc           *http.Client
 }
 
 func newBenchPair(b *testing.B, p Protocol, h http.HandlerFunc) *benchPair {
@@ -34,7 +42,52 @@ func newBenchPair(b *testing.B, p Protocol, h http.HandlerFunc) *benchPair {
 		b.Cleanup(t.CloseIdleConnections)
 		return &http.Client{Transport: t}
 	}
-	return &benchPair{direct: srv.URL + pathFor(p), bridged: s.URL() + pathFor(p), token: s.Token(), dc: tr(), bc: tr()}
+	hop := "http://" + tcpForwarder(b, srv.Listener.Addr().String()) + pathFor(p)
+	return &benchPair{direct: srv.URL + pathFor(p), bridged: s.URL() + pathFor(p), hop: hop, token: s.Token(),
+		dc: tr(), bc: tr(), hc: tr()}
+}
+
+// tcpForwarder listens on loopback and pipes every connection to upstream.
+func tcpForwarder(b *testing.B, upstream string) string {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	b.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp4", upstream)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, u)
+			mu.Unlock()
+			pipe := func(dst, src net.Conn) {
+				_, _ = io.Copy(dst, src)
+				_ = dst.(*net.TCPConn).CloseWrite()
+			}
+			wg.Go(func() { pipe(u, c) })
+			wg.Go(func() { pipe(c, u) })
+		}
+	})
+	return ln.Addr().String()
 }
 
 // via names the path a benchmark request takes.
@@ -43,14 +96,18 @@ type via string
 const (
 	viaDirect via = "direct"
 	viaBridge via = "bridge"
+	viaHop    via = "hop"
 )
 
 // timeRequest posts body and returns the time to the first body byte and to the
 // end of the body.
 func (bp *benchPair) timeRequest(b *testing.B, v via, body string, buf []byte) (first, total time.Duration, n int64) {
 	url, c := bp.direct, bp.dc
-	if v == viaBridge {
+	switch v {
+	case viaBridge:
 		url, c = bp.bridged, bp.bc
+	case viaHop:
+		url, c = bp.hop, bp.hc
 	}
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -155,9 +212,9 @@ func BenchmarkStreamThroughput(b *testing.B) {
 			bp := newBenchPair(b, Anthropic, streamer(nil, sseEvent(tc.chunk), total, 0))
 			body := requestBody(Anthropic, true)
 			buf := make([]byte, 32<<10)
-			var direct, bridged, cpuDirect, cpuBridged time.Duration
-			var bytesDirect, bytesBridged int64
-			b.SetBytes(2 * total)
+			var direct, bridged, hop, cpuDirect, cpuBridged, cpuHop time.Duration
+			var bytesDirect, bytesBridged, bytesHop int64
+			b.SetBytes(3 * total)
 			b.ResetTimer()
 			for b.Loop() {
 				c0 := cpuTime(b)
@@ -165,14 +222,18 @@ func BenchmarkStreamThroughput(b *testing.B) {
 				c1 := cpuTime(b)
 				_, br, m := bp.timeRequest(b, viaBridge, body, buf)
 				c2 := cpuTime(b)
-				direct, bridged = direct+d, bridged+br
-				cpuDirect, cpuBridged = cpuDirect+c1-c0, cpuBridged+c2-c1
-				bytesDirect, bytesBridged = bytesDirect+n, bytesBridged+m
+				_, h, k := bp.timeRequest(b, viaHop, body, buf)
+				c3 := cpuTime(b)
+				direct, bridged, hop = direct+d, bridged+br, hop+h
+				cpuDirect, cpuBridged, cpuHop = cpuDirect+c1-c0, cpuBridged+c2-c1, cpuHop+c3-c2
+				bytesDirect, bytesBridged, bytesHop = bytesDirect+n, bytesBridged+m, bytesHop+k
 			}
 			b.StopTimer()
-			if bytesDirect != bytesBridged {
-				b.Fatalf("direct read %d bytes, bridged %d", bytesDirect, bytesBridged)
+			if bytesDirect != bytesBridged || bytesDirect != bytesHop {
+				b.Fatalf("direct read %d bytes, bridged %d, hop %d", bytesDirect, bytesBridged, bytesHop)
 			}
+			b.ReportMetric(direct.Seconds()/hop.Seconds(), "hop-ratio")
+			b.ReportMetric(cpuDirect.Seconds()/cpuHop.Seconds(), "hop-cpu-ratio")
 			mbps := func(n int64, d time.Duration) float64 { return float64(n) / d.Seconds() / 1e6 }
 			b.ReportMetric(mbps(bytesDirect, direct), "direct-MB/s")
 			b.ReportMetric(mbps(bytesBridged, bridged), "bridge-MB/s")
@@ -207,7 +268,7 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			bp := newBenchPair(b, Anthropic, streamer(first, sseEvent(tc.chunk), tc.total, tc.pause))
-			for _, c := range []*http.Client{bp.dc, bp.bc} {
+			for _, c := range []*http.Client{bp.dc, bp.bc, bp.hc} {
 				c.Transport.(*http.Transport).MaxIdleConnsPerHost = streams
 			}
 			body := requestBody(Anthropic, true)
@@ -232,10 +293,15 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 				wg.Wait()
 				return time.Since(start), n, ttfb
 			}
-			var wallD, wallB, cpuD, cpuB time.Duration
-			var nD, nB int64
+			var wallD, wallB, wallH, cpuD, cpuB, cpuH time.Duration
+			var nD, nB, nH int64
 			var ttfbD, ttfbB []time.Duration
-			b.SetBytes(int64(2 * streams * tc.total))
+			bulk := tc.metric == "throughput"
+			paths := int64(2)
+			if bulk {
+				paths = 3
+			}
+			b.SetBytes(paths * streams * int64(tc.total))
 			b.ResetTimer()
 			for b.Loop() {
 				c0 := cpuTime(b)
@@ -243,13 +309,20 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 				c1 := cpuTime(b)
 				wallD, nD, ttfbD, cpuD = wallD+w, nD+n, append(ttfbD, t...), cpuD+c1-c0
 				w, n, t = round(viaBridge)
-				wallB, nB, ttfbB, cpuB = wallB+w, nB+n, append(ttfbB, t...), cpuB+cpuTime(b)-c1
+				c2 := cpuTime(b)
+				wallB, nB, ttfbB, cpuB = wallB+w, nB+n, append(ttfbB, t...), cpuB+c2-c1
+				if bulk {
+					w, n, _ = round(viaHop)
+					wallH, nH, cpuH = wallH+w, nH+n, cpuH+cpuTime(b)-c2
+				}
 			}
 			b.StopTimer()
-			if nD != nB {
-				b.Fatalf("direct read %d bytes, bridged %d", nD, nB)
+			if nD != nB || (bulk && nD != nH) {
+				b.Fatalf("direct read %d bytes, bridged %d, hop %d", nD, nB, nH)
 			}
-			if tc.metric == "throughput" {
+			if bulk {
+				b.ReportMetric(wallD.Seconds()/wallH.Seconds(), "hop-ratio")
+				b.ReportMetric(cpuD.Seconds()/cpuH.Seconds(), "hop-cpu-ratio")
 				b.ReportMetric(float64(nD)/wallD.Seconds()/1e6, "direct-MB/s")
 				b.ReportMetric(float64(nB)/wallB.Seconds()/1e6, "bridge-MB/s")
 				b.ReportMetric(wallD.Seconds()/wallB.Seconds(), "ratio")

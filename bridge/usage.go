@@ -110,7 +110,7 @@ func (t *usageTap) carry(b []byte) {
 		return
 	}
 	if len(t.line) == 0 {
-		if i := bytes.IndexFunc(b, func(r rune) bool { return !isSpace(r) }); i >= 0 && b[i] != 'd' && b[i] != '{' {
+		if i := bytes.IndexFunc(b, func(r rune) bool { return !isSpace(r) }); i >= 0 && !mayHoldJSON(b[i:]) {
 			t.skipLine = true
 			return
 		}
@@ -120,6 +120,25 @@ func (t *usageTap) carry(b []byte) {
 		return
 	}
 	t.line = append(t.line, b...)
+}
+
+// mayHoldJSON reports whether a line that begins with p (from its first
+// non-space byte) can be one event reads: a JSON line, or a data line whose
+// value starts with '{'. Without this, a long data line of anything else
+// (the bulk of a stream can be such lines) would be copied whenever a read
+// cuts it, only to be dropped at its end. A start too short to tell is kept.
+func mayHoldJSON(p []byte) bool {
+	const data = "data:"
+	switch {
+	case p[0] == '{':
+		return true
+	case len(p) < len(data):
+		return data[:len(p)] == string(p)
+	case string(p[:len(data)]) != data:
+		return false
+	}
+	v := bytes.TrimLeftFunc(p[len(data):], isSpace)
+	return len(v) == 0 || v[0] == '{'
 }
 
 // isSpace is the white space bytes.TrimSpace removes from ASCII text.

@@ -29,6 +29,9 @@ func TestUsageTap(t *testing.T) {
 			&Usage{InputTokens: 3, OutputTokens: 1, Responses: 1}},
 		{"event line cut, data line after", "event: " + strings.Repeat("e", 5000) + "\ndata: {\"usage\":{\"output_tokens\":9}}\n",
 			&Usage{OutputTokens: 9, Responses: 1}},
+		{"long data line that is not JSON, cut", "data: " + strings.Repeat("x", 5000) + "\ndata: {\"usage\":{\"output_tokens\":9}}\n",
+			&Usage{OutputTokens: 9, Responses: 1}},
+		{"data line cut inside its prefix", "dat" + "a:  {\"usage\":{\"output_tokens\":2}}\n", &Usage{OutputTokens: 2, Responses: 1}},
 		{"no usage", "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n", nil},
 		{"oversized line", "data: {\"usage\":{\"output_tokens\":1},\"pad\":\"" + strings.Repeat("x", usageLineMax) + "\"}\n", nil},
 	} {
@@ -45,6 +48,31 @@ func TestUsageTap(t *testing.T) {
 					t.Errorf("usage (-want +got):\n%s", d)
 				}
 			})
+		}
+	}
+}
+
+// TestUsageTapHoldsOnlyWhatMayBeJSON: a cut line is copied only while it can
+// still be an event with usage; other lines are dropped where they are cut.
+func TestUsageTapHoldsOnlyWhatMayBeJSON(t *testing.T) {
+	for _, tc := range []struct {
+		start string
+		held  bool
+	}{
+		{"data: xxxx", false},
+		{"data:", true},
+		{"data:  ", true},
+		{"data: {\"type\"", true},
+		{"  {\"usage\"", true},
+		{"da", true},
+		{"dx", false},
+		{"event: message_delta", false},
+		{": ping", false},
+	} {
+		tap := &usageTap{}
+		tap.Write([]byte("data: {}\n" + tc.start))
+		if held := len(tap.line) > 0; held != tc.held {
+			t.Errorf("%q: held %v, want %v", tc.start, held, tc.held)
 		}
 	}
 }
