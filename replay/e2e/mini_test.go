@@ -255,7 +255,12 @@ func TestMiniContinueEveryStep(t *testing.T) {
 		t.Run(rel.Version, func(t *testing.T) {
 			bin := releaseBin(t, rel)
 			for n := 1; n < len(tr.Steps()); n++ {
-				t.Run("after-"+strconv.Itoa(n), func(t *testing.T) { continueMini(t, pvisor, bin, dir, src, n) })
+				t.Run("after-"+strconv.Itoa(n), func(t *testing.T) {
+					// Each boundary has its own directories and namespace; mini
+					// spends most of a run importing its Python packages.
+					t.Parallel()
+					continueMini(t, pvisor, bin, dir, src, n)
+				})
 			}
 		})
 	}
