@@ -28,9 +28,11 @@ type ChatRules struct {
 	// SideCalls lets tool-less requests without assistant or tool messages
 	// through.
 	SideCalls bool
-	// AfterNonce, when set, says whether the message right after the nonce
-	// is one the CLI adds to every resumed prompt (Kimi Code's permission
-	// mode reminder); it is removed with the nonce.
+	// AfterNonce, when set, says whether a user message right after the
+	// nonce is one the CLI adds to the resumed prompt (Kimi Code's
+	// permission-mode reminder, and its date-change reminder when the
+	// session was written on another day); the run of such messages is
+	// removed with the nonce.
 	AfterNonce func(m gjson.Result) bool
 }
 
@@ -138,7 +140,7 @@ func (c *Chat) Strip(body []byte) ([]byte, *ChatSplit, error) {
 		if k < 0 {
 			return body, s, nil
 		}
-		fwd, err := c.rebuild(body, msgs, items, k, -1, false, -1)
+		fwd, err := c.rebuild(body, msgs, items, k, -1, false, k+1)
 		return fwd, s, err
 	}
 	switch {
@@ -170,26 +172,24 @@ func (c *Chat) Strip(body []byte) ([]byte, *ChatSplit, error) {
 	case gap != 0:
 		return nil, nil, bridge.Refuse("message %d (%s) sits between the boundary result and the resume nonce", off+len(c.prefix), describeChat(items[off+len(c.prefix)]))
 	}
-	after := -1
-	if c.rules.AfterNonce != nil && k+1 < len(items) && items[k+1].Get("role").Str == "user" && c.rules.AfterNonce(items[k+1]) {
-		after = k + 1
+	after := k + 1
+	for c.rules.AfterNonce != nil && after < len(items) && items[after].Get("role").Str == "user" && c.rules.AfterNonce(items[after]) {
+		after++
 	}
-	for i, it := range items[k+1:] {
-		if k+1+i != after {
-			s.Live = append(s.Live, json.RawMessage(it.Raw))
-		}
+	for _, it := range items[after:] {
+		s.Live = append(s.Live, json.RawMessage(it.Raw))
 	}
 	fwd, err := c.rebuild(body, msgs, items, k, syn, c.opts.Prompt != "", after)
 	return fwd, s, err
 }
 
-// rebuild drops message k (and syn and after, when ≥ 0), putting the
-// boundary prompt at k when asked.
+// rebuild drops message k, syn (when ≥ 0) and the messages after k up to
+// (not including) after, putting the boundary prompt at k when asked.
 func (c *Chat) rebuild(body []byte, msgs gjson.Result, items []gjson.Result, k, syn int, prompt bool, after int) ([]byte, error) {
 	out := make([]string, 0, len(items))
 	for i, it := range items {
 		switch {
-		case i == syn, i == after:
+		case i == syn, i > k && i < after:
 		case i != k:
 			out = append(out, it.Raw)
 		case prompt:

@@ -19,7 +19,8 @@ import (
 // forwarded request is, after its system message, the staged log's
 // projection (compared as JSON values: Kimi orders keys its own way); the
 // nonce and the auto-mode reminder never reach the upstream nor stay in
-// the continued log.
+// the continued log, nor does the date-change reminder Kimi adds when
+// the session is continued on a later day than it was written.
 func TestContinueKimiEveryStep(t *testing.T) {
 	eachRelease(t, "kimi", kimifmt.New(), func(t *testing.T, rs *recordedSession) {
 		rs.continueEveryStep(t, func(t *testing.T, cr *continueRun, _ int) {
@@ -52,8 +53,15 @@ func TestContinueKimiEveryStep(t *testing.T) {
 					t.Errorf("request %d: the nonce or a second auto-mode reminder reached the upstream", i)
 				}
 			}
-			if cont := cr.file(t, "native/continued-trajectory.jsonl"); bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
+			cont := cr.file(t, "native/continued-trajectory.jsonl")
+			if bytes.Contains(cont, []byte("__PVISOR_NATIVE_REPLAY_")) {
 				t.Error("the continued session holds the nonce")
+			}
+			// The recording is from an earlier day, so Kimi adds its
+			// date-change reminder to the resumed prompt: envelope, not
+			// conversation.
+			if bytes.Contains(cont, []byte("The date has changed.")) {
+				t.Error("the continued session holds the date-change reminder of the resumed prompt")
 			}
 		})
 	})

@@ -32,20 +32,41 @@ func FuzzEnvelopeStrip(f *testing.F)         { chattest.Fuzz(f, recordedChat(f))
 // included.
 const autoMode = `{"role":"user","content":"<system-reminder>\nAuto permission mode is active. Tool approvals will be handled automatically while this mode remains enabled.\n</system-reminder>"}`
 
-// The auto-mode reminder right after the nonce is removed with it; one
-// anywhere else is part of the conversation and refused.
-func TestEnvelopeAutoModeReminder(t *testing.T) {
+// dateChanged is the reminder Kimi 2.1 adds to a prompt when the session
+// was last written on another day (a recording continued the next day).
+const dateChanged = `{"role":"user","content":"<system-reminder>\nThe date has changed. Today's date is now 2026-12-03. Rely on this reminder over any earlier date statement for the current date. DO NOT mention this to the user explicitly.\n</system-reminder>"}`
+
+// The reminders Kimi adds to the resumed prompt, right after the nonce,
+// are removed with it; one anywhere else is part of the conversation and
+// refused, and a live message after them is kept.
+func TestEnvelopePromptReminders(t *testing.T) {
 	s := recordedChat(t)
 	rec := s.Requests[3]
 	msgs := chattest.Messages(rec)
-	body := chattest.WithMessages(t, rec, append(append([]string{}, msgs...), s.NonceMsg, autoMode))
-	fwd, sp, err := s.Strip(body, s.Prefix[:len(msgs)-1], chattest.Nonce, "")
-	if err != nil || string(fwd) != string(rec) || len(sp.Live) != 0 {
-		t.Errorf("%v %+v", err, sp)
+	live := `{"role":"assistant","content":"live"}`
+	for _, tc := range []struct {
+		name  string
+		after []string
+		live  int
+	}{
+		{"auto mode", []string{autoMode}, 0},
+		{"date change then auto mode", []string{dateChanged, autoMode}, 0},
+		{"then a live turn", []string{dateChanged, autoMode, live}, 1},
+	} {
+		body := chattest.WithMessages(t, rec, append(append(append([]string{}, msgs...), s.NonceMsg), tc.after...))
+		fwd, sp, err := s.Strip(body, s.Prefix[:len(msgs)-1], chattest.Nonce, "")
+		if err != nil || len(sp.Live) != tc.live {
+			t.Fatalf("%s: %v %+v", tc.name, err, sp)
+		}
+		if want := chattest.WithMessages(t, rec, append(append([]string{}, msgs...), tc.after[len(tc.after)-tc.live:]...)); string(fwd) != string(want) {
+			t.Errorf("%s: forwarded\n%s\nwant\n%s", tc.name, fwd, want)
+		}
 	}
-	body = chattest.WithMessages(t, rec, append(append([]string{}, msgs...), autoMode, s.NonceMsg))
-	if _, _, err := s.Strip(body, s.Prefix[:len(msgs)-1], chattest.Nonce, ""); err == nil {
-		t.Error("a reminder before the nonce was accepted")
+	for _, before := range []string{autoMode, dateChanged} {
+		body := chattest.WithMessages(t, rec, append(append([]string{}, msgs...), before, s.NonceMsg))
+		if _, _, err := s.Strip(body, s.Prefix[:len(msgs)-1], chattest.Nonce, ""); err == nil {
+			t.Errorf("a reminder before the nonce was accepted: %.60s", before)
+		}
 	}
 }
 

@@ -174,13 +174,16 @@ func (s *staged) Command(b launch.BridgeAddr) (launch.Command, error) {
 
 // NewEnvelope is the envelope of `kimi -S <id> -p <nonce>` over Chat
 // Completions: the system message, the projection, the nonce as a plain
-// user string, then Kimi's auto-permission-mode <system-reminder>, which
-// it adds to every prompt; the nonce and that reminder are removed.
+// user string, then the <system-reminders> Kimi adds to the prompt: the
+// date-change one when the session was last written on another day, and
+// the auto-permission-mode one it adds to every prompt; the nonce and
+// those reminders are removed, so the first request still ends at the
+// boundary observation whatever day the session is continued on.
 func NewEnvelope(prefix []json.RawMessage, opts envelope.Options) (*envelope.Chat, error) {
 	return envelope.NewChat(AgentName, prefix, opts, envelope.ChatRules{
 		Nonce:      func(m gjson.Result, nonce string) bool { return m.Get("content").Str == nonce },
 		Prompt:     EnvelopePrompt,
-		AfterNonce: isAutoModeReminder,
+		AfterNonce: isPromptReminder,
 	})
 }
 
@@ -190,14 +193,31 @@ func EnvelopePrompt(p string) string {
 	return `{"role":"user","content":` + envelope.JSONString(p) + `}`
 }
 
-func isAutoModeReminder(m gjson.Result) bool {
-	c := m.Get("content").Str
-	return strings.HasPrefix(c, "<system-reminder>\nAuto permission mode is active.") && strings.HasSuffix(c, "</system-reminder>")
+// isPromptReminder: a reminder Kimi attaches to a new prompt, not one a
+// turn of the conversation carries.
+func isPromptReminder(m gjson.Result) bool {
+	_, ok := promptReminder(m.Get("content").Str)
+	return ok
+}
+
+// promptReminder names the reminder c is, if it is one Kimi attaches to
+// a new prompt.
+func promptReminder(c string) (string, bool) {
+	if !strings.HasSuffix(c, "</system-reminder>") {
+		return "", false
+	}
+	switch {
+	case strings.HasPrefix(c, "<system-reminder>\nAuto permission mode is active."):
+		return "auto permission mode reminder", true
+	case strings.HasPrefix(c, "<system-reminder>\nThe date has changed. Today's date is now "):
+		return "date change reminder", true
+	}
+	return "", false
 }
 
 // Collect reads the continued wire log and removes the records the
 // envelope added: the nonce's turn.prompt, user message and
-// agent.message.appended, and the auto-mode reminder right after it.
+// agent.message.appended, and the prompt reminders right after it.
 func (s *staged) Collect() (*launch.Collected, error) {
 	data, err := os.ReadFile(s.wire)
 	if err != nil {
@@ -229,10 +249,12 @@ func (s *staged) Collect() (*launch.Collected, error) {
 			rec.Get("message.message.content.0.text").Str == nonce:
 			removed = append(removed, map[string]any{"record": "agent.message.appended (resume nonce)", "line": i + 1})
 			continue
-		case dropReminder && typ == "context.append_message" && isAutoModeReminder(gjson.Parse(`{"content":`+rec.Get("message.content.0.text").Raw+`}`)):
-			removed = append(removed, map[string]any{"record": "auto permission mode reminder", "line": i + 1})
+		case dropReminder && typ == "context.append_message":
+			if name, ok := promptReminder(rec.Get("message.content.0.text").Str); ok {
+				removed = append(removed, map[string]any{"record": name, "line": i + 1})
+				continue
+			}
 			dropReminder = false
-			continue
 		}
 		out.Write(line)
 	}
