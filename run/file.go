@@ -46,7 +46,7 @@ var (
 // are refused before they are opened (opening some has effects); the open
 // does not block (a FIFO swapped in would hang it), and the type is checked
 // again on the opened file.
-func OpenRegular(op, path string) (*os.File, fs.FileInfo, error) {
+func openRegularHere(op, path string) (*os.File, fs.FileInfo, error) {
 	if err := checkAbs(op, path); err != nil {
 		return nil, nil, err
 	}
@@ -83,7 +83,7 @@ func notRegular(op, path string, fi fs.FileInfo) error {
 // CheckRegular returns an error of Kind NotRegular when path exists and is
 // a device, FIFO or socket: opening it to write could hang or reach
 // hardware. nil otherwise.
-func CheckRegular(op, path string) error {
+func checkRegularHere(op, path string) error {
 	if fi, err := os.Stat(path); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
 		return notRegular(op, path, fi)
 	}
@@ -94,7 +94,7 @@ func CheckRegular(op, path string) error {
 // it returns an error of Kind NotRegular or TooLarge when reading path
 // would hang or exhaust pvisor, and nil otherwise (a missing file is the
 // caller's to report as the agent does).
-func CheckReadable(op, path string) error {
+func checkReadableHere(op, path string) error {
 	if err := CheckRegular(op, path); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func tooLarge(op, path string, size int64) error {
 }
 
 // ReadRegular reads a whole regular file of at most MaxReadBytes.
-func ReadRegular(op, path string) ([]byte, fs.FileInfo, error) {
+func readRegularHere(op, path string) ([]byte, fs.FileInfo, error) {
 	f, fi, err := OpenRegular(op, path)
 	if err != nil {
 		return nil, nil, err
@@ -129,7 +129,7 @@ func ReadRegular(op, path string) ([]byte, fs.FileInfo, error) {
 }
 
 // ReadFile reads a whole regular file (at most MaxReadBytes).
-func ReadFile(path string) (File, error) {
+func readFileHere(path string) (File, error) {
 	b, fi, err := ReadRegular("read", path)
 	if err != nil {
 		return File{}, err
@@ -174,7 +174,7 @@ type LineWindow struct {
 
 // ReadLines streams a file and keeps only the lines Window(offset, limit)
 // would select, counting the rest; for large logs an agent pages through.
-func ReadLines(path string, offset, limit int) (LineWindow, error) {
+func readLinesHere(path string, offset, limit int) (LineWindow, error) {
 	f, fi, err := OpenRegular("read", path)
 	if err != nil {
 		return LineWindow{}, err
@@ -226,7 +226,7 @@ type WriteResult struct {
 // WriteFile replaces (or creates, with its parent directories) a file. An
 // existing file keeps its permissions; a new one gets 0666 minus the umask,
 // as the agents' Node/Rust runtimes create files.
-func WriteFile(path string, content []byte) (WriteResult, error) {
+func writeFileHere(path string, content []byte) (WriteResult, error) {
 	res := WriteResult{Path: path}
 	if err := checkAbs("write", path); err != nil {
 		return res, err
@@ -288,7 +288,7 @@ func ReadUserFile(flag, path string, max int64, kind, hint string) ([]byte, erro
 // never replacing one): src is never followed through a symlink, so a
 // database or session a user names is copied, not whatever a link in its
 // place points at.
-func CopyRegularFile(src, dst string) error {
+func copyRegularFileHere(src, dst string) error {
 	// Never waits for a FIFO's writer; refuses it, devices and symlinks.
 	in, _, err := userfile.Open(src, userfile.Policy{})
 	if err != nil {

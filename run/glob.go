@@ -33,7 +33,7 @@ type GlobResult struct {
 // Glob finds files below root matching a doublestar pattern ("**" for any
 // number of directories, {a,b} alternatives, * ? [..] within a name). An
 // absolute pattern moves the root to its longest literal directory prefix.
-func Glob(root, pattern string, opt GlobOptions) (GlobResult, error) {
+func globHere(root, pattern string, opt GlobOptions) (GlobResult, error) {
 	if filepath.IsAbs(pattern) {
 		root, pattern = splitStaticPrefix(pattern)
 	}
@@ -157,7 +157,7 @@ type ListResult struct {
 }
 
 // List walks root for a directory-tree listing.
-func List(root string, opt ListOptions) (ListResult, error) {
+func listHere(root string, opt ListOptions) (ListResult, error) {
 	res := ListResult{Root: root}
 	if err := checkDir("list", root); err != nil {
 		return res, err

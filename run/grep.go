@@ -107,7 +107,7 @@ var FileTypes = map[string][]string{
 
 // Grep searches req.Path. A bad pattern or unknown type fails with Kind
 // InvalidArgument; no match is an empty result, not an error.
-func Grep(req GrepRequest) (GrepResult, error) {
+func grepHere(req GrepRequest) (GrepResult, error) {
 	var res GrepResult
 	if err := checkAbs("grep", req.Path); err != nil {
 		return res, err
