@@ -105,3 +105,59 @@ func TestExecutorContainerImage(t *testing.T) {
 		t.Errorf("run_options.container %v, want image_digest %s and 2 layers", meta, digest)
 	}
 }
+
+// TestSafeContainer: --safe composes with --executor container: in the
+// container, Landlock denies the write to /etc, the workspace write lands
+// in the workspace overlay and is dropped, and metadata.safe says
+// container.
+func TestSafeContainer(t *testing.T) {
+	requireEnforce(t)
+	rootfs := requireContainer(t)
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	traj := codexRollout(t, dir, "cat /etc/os-release; echo x > /etc/pvisor-safe-ct", "echo in > in.txt && cat in.txt")
+	res := Run(context.Background(), &Request{Agent: "codex", Trajectory: traj, AfterStep: 2, Mode: ReplayOnly, Workspace: ws,
+		RunID: "s", StateRoot: filepath.Join(dir, "state"), OutputRoot: filepath.Join(dir, "out"), Upstream: UpstreamRecorded,
+		Run: RunConfig{Safe: true, Executor: toolenv.ExecutorContainer, Rootfs: rootfs}})
+	if res.Failure != nil {
+		t.Fatalf("failure: %+v", res.Failure)
+	}
+	calls := freshOutputs(t, filepath.Join(dir, "out", "s"))
+	if len(calls) != 2 || !strings.Contains(calls[0], "+ID=pvisor-busybox-test") || !strings.Contains(calls[0], "ermission denied") || !strings.Contains(calls[1], "+in") {
+		t.Errorf("observations %q", calls)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "in.txt")); err == nil {
+		t.Error("the workspace write reached the host: the overlay's changes must be dropped")
+	}
+	if m, _ := res.Metadata["safe"].(map[string]any); m["executor"] != "container" || m["policy"] != "enforce" {
+		t.Errorf("metadata.safe %v", res.Metadata["safe"])
+	}
+}
+
+// TestExecutorContainerRefusals: container without a root, with two,
+// a root given without the container executor, and vm are refused with
+// the flag to use.
+func TestExecutorContainerRefusals(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		run  RunConfig
+		want string
+	}{
+		{RunConfig{Executor: "container"}, "add --container-rootfs DIR"},
+		{RunConfig{Executor: "container", Rootfs: dir, Image: dir}, "give one"},
+		{RunConfig{Rootfs: dir}, "add --executor container"},
+		{RunConfig{Executor: "container", Image: dir}, "no index.json"},
+		{RunConfig{Executor: "vm"}, "--executor vm is not built"},
+	} {
+		err := toolenv.CheckRunOptions(tc.run.Executor, tc.run.Policy, toolenv.ContainerConfig{Rootfs: tc.run.Rootfs, Image: tc.run.Image})
+		if os.Geteuid() != 0 && tc.run.Executor == "container" && tc.want != "add --container-rootfs DIR" && tc.want != "give one" {
+			tc.want = "needs root"
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.run, err, tc.want)
+		}
+	}
+}
