@@ -43,6 +43,10 @@ func containerReplay(t *testing.T, dir string, run RunConfig, cmds ...string) (m
 	if res.Failure != nil {
 		t.Fatalf("failure: %+v", res.Failure)
 	}
+	if out, ok := res.Metadata["writes_outside_workspace"]; ok || res.Quality != "verified" {
+		// The container's files are an overlay dropped with the run.
+		t.Errorf("quality %s, writes_outside_workspace %v", res.Quality, out)
+	}
 	ro, _ := res.Metadata["run_options"].(map[string]any)
 	if ro["executor"] != "container" || ro["container"] == nil {
 		t.Errorf("run_options %v: no container executor recorded", ro)
@@ -68,13 +72,17 @@ func TestExecutorContainerRootfs(t *testing.T) {
 	_, diffs := containerReplay(t, dir, RunConfig{Rootfs: rootfs},
 		"cat /etc/os-release; ls /bin/busybox",
 		"pwd; cat "+ws+"/in-ws.txt",
-		"echo made > /etc/"+name+" && cat /etc/"+name)
-	for i, want := range []string{"+ID=pvisor-busybox-test", "+" + ws + "\n+from-the-workspace", "+made"} {
+		"echo made > /etc/"+name+" && cat /etc/"+name,
+		// apply_patch is pvisor's in-process file tool: it writes the
+		// container's /etc, where the next shell call finds it.
+		addPatch("/etc/"+name+"-patch"),
+		"cat /etc/"+name+"-patch")
+	for i, want := range []string{"+ID=pvisor-busybox-test", "+" + ws + "\n+from-the-workspace", "+made", "", "+hi"} {
 		if i >= len(diffs) || !strings.Contains(diffs[i], want) {
 			t.Errorf("call %d: observation diff %q lacks %q", i+1, diffs, want)
 		}
 	}
-	for _, p := range []string{"/etc/" + name, filepath.Join(rootfs, "etc", name)} {
+	for _, p := range []string{"/etc/" + name, filepath.Join(rootfs, "etc", name), "/etc/" + name + "-patch", filepath.Join(rootfs, "etc", name+"-patch")} {
 		if _, err := os.Lstat(p); err == nil {
 			os.Remove(p)
 			t.Errorf("%s was written by the container", p)
