@@ -148,7 +148,7 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 	}
 	if c := cfg.Run; c != nil {
 		req.Run = replay.RunConfig{TimeoutMS: c.TimeoutMS, InheritEnv: c.InheritEnv, PassEnv: c.PassEnv, Safe: c.Safe, Executor: c.Executor, Policy: c.Policy,
-			Rootfs: c.Rootfs, Image: c.Image}
+			Rootfs: rel(c.Rootfs), Image: rel(c.Image)}
 	}
 	if c := cfg.Overlayfs; c != nil {
 		req.Overlay = replay.OverlayConfig{Path: rel(c.Path), Commit: c.Commit}

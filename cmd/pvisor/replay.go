@@ -72,6 +72,14 @@ only their own loopback.
     $ pvisor replay ... --overlaynet proxy --overlaynet-policy allowlist \
           --overlaynet-allow pypi.org:443 --overlaynet-allow '*.pythonhosted.org:443'
 
+Container (as root): --executor container runs the replayed tools in a
+root file system, --container-rootfs DIR or an OCI image layout
+--container-image DIR (unpacked per run into the state dir), entered by
+pvisor's own tool init (namespaces, an overlay of the root whose writes
+stay in the state dir, the workspace bound at its own path, pivot_root; no
+daemon). pvisor's file tools resolve paths outside the workspace in it.
+    $ pvisor replay ... --executor container --container-rootfs /srv/debian-12
+
 Exit codes: 0 ok, 2 configuration, 10 trajectory, 11 unsupported agent or
 version, 20 workspace, 30 executor (a replayed tool or a prompt command),
 31 ambiguous execution, 40 continuation or model, 50 internal.
