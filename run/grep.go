@@ -105,7 +105,7 @@ var FileTypes = map[string][]string{
 	"yaml":       {"*.yaml", "*.yml"},
 }
 
-// Grep searches req.Path. A bad pattern or unknown type fails with Kind
+// grepHere searches req.Path. A bad pattern or unknown type fails with Kind
 // InvalidArgument; no match is an empty result, not an error.
 func grepHere(req GrepRequest) (GrepResult, error) {
 	var res GrepResult
