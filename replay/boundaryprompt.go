@@ -113,7 +113,7 @@ func (r *run) expandBoundaryPrompt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	iso, err := r.toolsEnv().Isolation()
+	iso, err := r.toolIsolation(ws)
 	if err != nil {
 		return err
 	}

@@ -247,7 +247,8 @@ func TestOverlaynetValidation(t *testing.T) {
 }
 
 // TestRunOptions: pVisor's executor host and policy observe are what
-// pvisor does, and the result says so; what is not built is refused.
+// pvisor does, and the result says so; what is not built is refused, and
+// a container without its root.
 func TestRunOptions(t *testing.T) {
 	dir := t.TempDir()
 	req := &Request{Agent: "codex", Trajectory: codexRollout(t, dir, "true"), AfterStep: 1, Mode: PrepareOnly,
@@ -261,10 +262,11 @@ func TestRunOptions(t *testing.T) {
 	if m["executor"] != "host" || m["policy"] != "observe" || m["policy_records"] != "writes_outside_workspace" {
 		t.Errorf("run_options %v", m)
 	}
-	for _, rc := range []RunConfig{{Executor: "container"}, {Executor: "vm"}} {
+	for executor, want := range map[string]string{"container": "add --container-rootfs", "vm": "not built"} {
+		rc := RunConfig{Executor: executor}
 		req := &Request{Agent: "codex", Trajectory: "t.jsonl", AfterStep: 1, Run: rc}
-		if err := req.Validate(); err == nil || !strings.Contains(err.Error(), "not built") {
-			t.Errorf("%+v: %v", rc, err)
+		if err := req.Validate(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", rc, err, want)
 		}
 	}
 }

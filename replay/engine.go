@@ -17,6 +17,7 @@ import (
 	"github.com/pvisor/pvisor/replay/prompt"
 	"github.com/pvisor/pvisor/replay/toolenv"
 	"github.com/pvisor/pvisor/result"
+	toolrun "github.com/pvisor/pvisor/run"
 )
 
 func configErr(format string, args ...any) *Failure {
@@ -329,15 +330,33 @@ func (r *run) toolsEnv() *toolenv.Tools {
 		if r.res != nil {
 			meta = r.res.Metadata
 		}
-		r.tools = toolenv.New(toolenv.Config{Overlaynet: r.req.Overlaynet, InheritEnv: r.req.Run.InheritEnv, PassEnv: r.req.Run.PassEnv},
+		r.tools = toolenv.New(toolenv.Config{Overlaynet: r.req.Overlaynet, InheritEnv: r.req.Run.InheritEnv, PassEnv: r.req.Run.PassEnv,
+			Executor: r.req.Run.Executor, Container: toolenv.ContainerConfig{Rootfs: r.req.Run.Rootfs, Image: r.req.Run.Image}},
 			meta, warn)
 	}
 	return r.tools
+}
+
+// toolIsolation is the isolation of tools that run in workspace: the
+// run's, in its container root under --executor container.
+func (r *run) toolIsolation(workspace string) (toolrun.Isolation, error) {
+	iso, err := r.toolsEnv().Isolation()
+	if err != nil {
+		return iso, err
+	}
+	c, err := r.toolsEnv().Container(iso, r.stateDir, workspace)
+	if err != nil && iso.Memory != nil {
+		iso.Memory.Close()
+	}
+	return c, err
 }
 
 // finishTools puts the egress proxy's summary and journal on the result.
 func (r *run) finishTools() {
 	if r.tools != nil {
 		r.tools.Finish(r.outputDir)
+		if err := r.tools.CloseContainer(); err != nil {
+			r.res.Metadata["container_cleanup_error"] = err.Error()
+		}
 	}
 }

@@ -49,7 +49,7 @@ func (r *run) replayPrefix(ctx context.Context) error {
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		return fail(result.WorkspaceError, "logs: %v", err)
 	}
-	iso, err := r.toolsEnv().Isolation()
+	iso, err := r.toolIsolation(workspace)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package replay
 import (
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -160,6 +161,10 @@ type RunConfig struct {
 	Executor string `json:",omitempty"`
 	Policy   string `json:",omitempty"`
 	Safe     bool   `json:",omitempty"`
+	// Rootfs or Image is the container's root under executor container
+	// (--container-rootfs, --container-image; TOML rootfs, image).
+	Rootfs string `json:",omitempty"`
+	Image  string `json:",omitempty"`
 }
 
 // OverlayConfig is the [overlayfs] table.
@@ -208,7 +213,15 @@ func (r *Request) Validate() error {
 	if err := r.applySafe(); err != nil {
 		return err
 	}
-	if err := toolenv.CheckRunOptions(r.Run.Executor, r.Run.Policy); err != nil {
+	for _, p := range []*string{&r.Run.Rootfs, &r.Run.Image} {
+		// The overlay worker runs elsewhere; the directory must not move.
+		if *p != "" {
+			if abs, err := filepath.Abs(*p); err == nil {
+				*p = abs
+			}
+		}
+	}
+	if err := toolenv.CheckRunOptions(r.Run.Executor, r.Run.Policy, toolenv.ContainerConfig{Rootfs: r.Run.Rootfs, Image: r.Run.Image}); err != nil {
 		return err
 	}
 	if err := r.Overlaynet.Check(); err != nil {

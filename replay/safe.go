@@ -17,7 +17,8 @@ import (
 // overlay over the workspace (the worker sees the whole tree through it)
 // whose changes are dropped, the tools' egress limited to the model host,
 // and --policy enforce. An explicit option that contradicts the preset is
-// refused rather than one of the two silently winning. Applying it twice
+// refused rather than one of the two silently winning; --executor container
+// is not a contradiction but a stricter place for the same tools. Applying it twice
 // (the overlay worker validates the request again) changes nothing.
 func (r *Request) applySafe() error {
 	if !r.Run.Safe {
@@ -29,7 +30,7 @@ func (r *Request) applySafe() error {
 	switch {
 	case r.Run.Policy != "" && r.Run.Policy != toolenv.PolicyEnforce:
 		return conflict("--policy", r.Run.Policy, toolenv.PolicyEnforce)
-	case r.Run.Executor != "" && r.Run.Executor != toolenv.ExecutorHost:
+	case r.Run.Executor != "" && r.Run.Executor != toolenv.ExecutorHost && r.Run.Executor != toolenv.ExecutorContainer:
 		return conflict("--executor", r.Run.Executor, toolenv.ExecutorHost)
 	case r.Overlay.Commit != "" && r.Overlay.Commit != "drop":
 		return conflict("--overlayfs-commit", r.Overlay.Commit, "drop")
@@ -58,7 +59,12 @@ func (r *Request) applySafe() error {
 		}
 		r.Overlay.Path = ws
 	}
-	r.Run.Policy, r.Run.Executor = toolenv.PolicyEnforce, toolenv.ExecutorHost
+	// A container composes: the preset's isolation, policy and network
+	// apply to tools that run in its root.
+	r.Run.Policy = toolenv.PolicyEnforce
+	if r.Run.Executor != toolenv.ExecutorContainer {
+		r.Run.Executor = toolenv.ExecutorHost
+	}
 	r.Overlay.Commit = "drop"
 	r.Overlaynet = OverlaynetConfig{Mode: toolenv.NetProxy, Policy: policy, Allow: allow, Agent: r.Overlaynet.Agent}
 	return nil

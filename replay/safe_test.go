@@ -44,7 +44,7 @@ func TestSafeExpansion(t *testing.T) {
 		want string
 	}{
 		{"policy observe", func(r *Request) { r.Run.Policy = "observe" }, "--policy observe contradicts"},
-		{"executor container", func(r *Request) { r.Run.Executor = "container" }, "--executor container contradicts"},
+		{"executor vm", func(r *Request) { r.Run.Executor = "vm" }, "--executor vm contradicts"},
 		{"commit apply", func(r *Request) { r.Overlay.Commit = "apply" }, "--overlayfs-commit apply contradicts"},
 		{"overlaynet off", func(r *Request) { r.Overlaynet.Mode = "off" }, "--overlaynet off contradicts"},
 		{"policy public", func(r *Request) { r.Overlaynet.Policy = "public" }, "--overlaynet-policy public contradicts"},

@@ -96,7 +96,7 @@ func (r *run) runVerify(ctx context.Context) Verification {
 	// The tools' isolation is recorded on the result already; keep that
 	// record as it was whatever this call finds.
 	prev, had := r.res.Metadata["tool_isolation"]
-	iso, err := r.toolsEnv().Isolation()
+	iso, err := r.toolIsolation(ws)
 	if had {
 		r.res.Metadata["tool_isolation"] = prev
 	}

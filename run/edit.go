@@ -32,18 +32,18 @@ type EditResult struct {
 	Spans []Span
 }
 
-// Edit replaces Old with New in the file at path. Old must occur exactly
+// editHere replaces Old with New in the file at path. Old must occur exactly
 // once unless ReplaceAll. An empty Old creates the file with New when it
 // does not exist or is empty (Claude Code's convention); on a file with
 // content it fails with Kind NotEmpty.
-func Edit(path string, e EditSpec) (EditResult, error) {
+func editHere(path string, e EditSpec) (EditResult, error) {
 	return editFile("edit", path, []EditSpec{e})
 }
 
-// MultiEdit applies edits in order, each to the result of the previous one,
+// multiEditHere applies edits in order, each to the result of the previous one,
 // and writes only if all of them succeed. A failure names the edit in
 // Error.Index.
-func MultiEdit(path string, edits []EditSpec) (EditResult, error) {
+func multiEditHere(path string, edits []EditSpec) (EditResult, error) {
 	if len(edits) == 0 {
 		return EditResult{Path: path}, newErr("multi_edit", path, InvalidArgument, errors.New("no edits"))
 	}

@@ -44,14 +44,14 @@ func GuardWrite(op, path string) error {
 	if len(enforcing) == 0 {
 		return nil
 	}
-	p := resolveExisting(filepath.Clean(path), 0)
+	p := resolveExisting(filepath.Clean(HostPath(path)), 0)
 	if slices.ContainsFunc(active, func(w *WriteWatch) bool { return within(p, w.root) }) {
 		return nil
 	}
 	for _, w := range enforcing {
 		w.mu.Lock()
-		if !slices.Contains(w.denied, p) {
-			w.denied = append(w.denied, p)
+		if d := ContainerPath(p); !slices.Contains(w.denied, d) {
+			w.denied = append(w.denied, d)
 		}
 		w.mu.Unlock()
 	}

@@ -133,7 +133,7 @@ func KindOf(err error) Kind {
 }
 
 func newErr(op, path string, kind Kind, cause error) *Error {
-	return &Error{Kind: kind, Op: op, Path: path, Index: -1, Err: cause}
+	return &Error{Kind: kind, Op: op, Path: ContainerPath(path), Index: -1, Err: cause}
 }
 
 // fsErr maps an os/fs error onto a Kind so that callers never need errno.

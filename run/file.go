@@ -42,11 +42,11 @@ var (
 	MaxLineBytes       = 64 << 20
 )
 
-// OpenRegular opens path for reading only if it is a regular file. Devices
+// openRegularHere opens path for reading only if it is a regular file. Devices
 // are refused before they are opened (opening some has effects); the open
 // does not block (a FIFO swapped in would hang it), and the type is checked
 // again on the opened file.
-func OpenRegular(op, path string) (*os.File, fs.FileInfo, error) {
+func openRegularHere(op, path string) (*os.File, fs.FileInfo, error) {
 	if err := checkAbs(op, path); err != nil {
 		return nil, nil, err
 	}
@@ -80,21 +80,21 @@ func notRegular(op, path string, fi fs.FileInfo) error {
 	return newErr(op, path, NotRegular, fmt.Errorf("not a regular file (%s): file tools do not open devices, FIFOs or sockets under pvisor", fi.Mode().Type()))
 }
 
-// CheckRegular returns an error of Kind NotRegular when path exists and is
+// checkRegularHere returns an error of Kind NotRegular when path exists and is
 // a device, FIFO or socket: opening it to write could hang or reach
 // hardware. nil otherwise.
-func CheckRegular(op, path string) error {
+func checkRegularHere(op, path string) error {
 	if fi, err := os.Stat(path); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
 		return notRegular(op, path, fi)
 	}
 	return nil
 }
 
-// CheckReadable is for callers that read with the agent's own semantics:
+// checkReadableHere is for callers that read with the agent's own semantics:
 // it returns an error of Kind NotRegular or TooLarge when reading path
 // would hang or exhaust pvisor, and nil otherwise (a missing file is the
 // caller's to report as the agent does).
-func CheckReadable(op, path string) error {
+func checkReadableHere(op, path string) error {
 	if err := CheckRegular(op, path); err != nil {
 		return err
 	}
@@ -108,8 +108,8 @@ func tooLarge(op, path string, size int64) error {
 	return newErr(op, path, TooLarge, fmt.Errorf("%d bytes is over pvisor's read cap of %d", size, MaxReadBytes))
 }
 
-// ReadRegular reads a whole regular file of at most MaxReadBytes.
-func ReadRegular(op, path string) ([]byte, fs.FileInfo, error) {
+// readRegularHere reads a whole regular file of at most MaxReadBytes.
+func readRegularHere(op, path string) ([]byte, fs.FileInfo, error) {
 	f, fi, err := OpenRegular(op, path)
 	if err != nil {
 		return nil, nil, err
@@ -128,8 +128,8 @@ func ReadRegular(op, path string) ([]byte, fs.FileInfo, error) {
 	return b, fi, nil
 }
 
-// ReadFile reads a whole regular file (at most MaxReadBytes).
-func ReadFile(path string) (File, error) {
+// readFileHere reads a whole regular file (at most MaxReadBytes).
+func readFileHere(path string) (File, error) {
 	b, fi, err := ReadRegular("read", path)
 	if err != nil {
 		return File{}, err
@@ -172,9 +172,9 @@ type LineWindow struct {
 	ModTime    time.Time
 }
 
-// ReadLines streams a file and keeps only the lines Window(offset, limit)
+// readLinesHere streams a file and keeps only the lines Window(offset, limit)
 // would select, counting the rest; for large logs an agent pages through.
-func ReadLines(path string, offset, limit int) (LineWindow, error) {
+func readLinesHere(path string, offset, limit int) (LineWindow, error) {
 	f, fi, err := OpenRegular("read", path)
 	if err != nil {
 		return LineWindow{}, err
@@ -223,10 +223,10 @@ type WriteResult struct {
 	Mode    fs.FileMode
 }
 
-// WriteFile replaces (or creates, with its parent directories) a file. An
+// writeFileHere replaces (or creates, with its parent directories) a file. An
 // existing file keeps its permissions; a new one gets 0666 minus the umask,
 // as the agents' Node/Rust runtimes create files.
-func WriteFile(path string, content []byte) (WriteResult, error) {
+func writeFileHere(path string, content []byte) (WriteResult, error) {
 	res := WriteResult{Path: path}
 	if err := checkAbs("write", path); err != nil {
 		return res, err
@@ -284,11 +284,11 @@ func ReadUserFile(flag, path string, max int64, kind, hint string) ([]byte, erro
 	return data, nil
 }
 
-// CopyRegularFile copies the regular file src to a new file dst (mode 0600,
+// copyRegularFileHere copies the regular file src to a new file dst (mode 0600,
 // never replacing one): src is never followed through a symlink, so a
 // database or session a user names is copied, not whatever a link in its
 // place points at.
-func CopyRegularFile(src, dst string) error {
+func copyRegularFileHere(src, dst string) error {
 	// Never waits for a FIFO's writer; refuses it, devices and symlinks.
 	in, _, err := userfile.Open(src, userfile.Policy{})
 	if err != nil {

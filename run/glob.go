@@ -30,10 +30,10 @@ type GlobResult struct {
 	Truncated bool
 }
 
-// Glob finds files below root matching a doublestar pattern ("**" for any
+// globHere finds files below root matching a doublestar pattern ("**" for any
 // number of directories, {a,b} alternatives, * ? [..] within a name). An
 // absolute pattern moves the root to its longest literal directory prefix.
-func Glob(root, pattern string, opt GlobOptions) (GlobResult, error) {
+func globHere(root, pattern string, opt GlobOptions) (GlobResult, error) {
 	if filepath.IsAbs(pattern) {
 		root, pattern = splitStaticPrefix(pattern)
 	}
@@ -156,8 +156,8 @@ type ListResult struct {
 	Truncated bool
 }
 
-// List walks root for a directory-tree listing.
-func List(root string, opt ListOptions) (ListResult, error) {
+// listHere walks root for a directory-tree listing.
+func listHere(root string, opt ListOptions) (ListResult, error) {
 	res := ListResult{Root: root}
 	if err := checkDir("list", root); err != nil {
 		return res, err

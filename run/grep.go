@@ -105,9 +105,9 @@ var FileTypes = map[string][]string{
 	"yaml":       {"*.yaml", "*.yml"},
 }
 
-// Grep searches req.Path. A bad pattern or unknown type fails with Kind
+// grepHere searches req.Path. A bad pattern or unknown type fails with Kind
 // InvalidArgument; no match is an empty result, not an error.
-func Grep(req GrepRequest) (GrepResult, error) {
+func grepHere(req GrepRequest) (GrepResult, error) {
 	var res GrepResult
 	if err := checkAbs("grep", req.Path); err != nil {
 		return res, err

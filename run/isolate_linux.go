@@ -48,6 +48,14 @@ type Isolation struct {
 	// WriteRoots, when set, are the only paths the tools may write under
 	// (Landlock, --policy enforce; see landlock_linux.go).
 	WriteRoots []string
+	// Rootfs, when set (--executor container), is the root file system the
+	// tools run in: a directory this process sees (the run's overlay of the
+	// user's rootfs), which each call's init binds, enters with pivot_root
+	// and gives a fresh /proc and a minimal /dev. Binds are the host paths
+	// visible at the same path inside (the workspace; the Runner adds its
+	// temp dir). Tool paths and working directories are the container's.
+	Rootfs string
+	Binds  []string
 }
 
 // EgressProxy is the egress proxy (egress.Proxy) as the init needs it: an
@@ -93,9 +101,11 @@ func init() {
 
 // shimMain is PID 1 of one tool call's namespaces and never returns.
 // Args: pvisor-tool-init <data-limit> <net:0|1|egress> <shared> <cgroup>
-// <memory-limit> -- <path> <argv0> <args…>; shared is the JSON list of the
-// overlay worker's own binds to detach (overlay.ToolView), cgroup the run's
-// MemoryCgroup directory or "".
+// <memory-limit> <rootfs> <binds> <dir> -- <path> <argv0> <args…>; shared
+// is the JSON list of the overlay worker's own binds to detach
+// (overlay.ToolView), cgroup the run's MemoryCgroup directory or "";
+// rootfs, binds (JSON) and dir (the tool's working directory, inside) are
+// "", "[]" and "" unless the tools run in a container (Isolation.Rootfs).
 // It starts the tool as PID 2, reports its exit on the status pipe, then
 // reaps until nothing is left, so processes the call leaves behind keep
 // running (and keep this init alive) until the Runner kills the group; when
@@ -117,7 +127,7 @@ func shim(args []string) int {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(fmt.Sprintf(format, a...), "\n", " "))
 		return exitShimSetup
 	}
-	if len(args) < 8 || args[5] != "--" {
+	if len(args) < 11 || args[8] != "--" {
 		return fail("bad arguments %q", args)
 	}
 	if _, err := strconv.ParseUint(args[0], 10, 64); err != nil {
@@ -146,9 +156,22 @@ func shim(args []string) int {
 	if err := json.Unmarshal([]byte(args[2]), &shared); err != nil {
 		return fail("bad shared dirs %q", args[2])
 	}
+	var binds []string
+	if err := json.Unmarshal([]byte(args[6]), &binds); err != nil {
+		return fail("bad container binds %q", args[6])
+	}
+	rootfs, dir, path := args[5], args[7], args[9]
 	egressOn := args[1] == "egress"
-	if err := shimSetup(args[1] == "1" || egressOn, shared, memory != nil); err != nil {
+	if err := shimSetup(args[1] == "1" || egressOn, shared, memory != nil, rootfs, binds); err != nil {
 		return fail("%v", err)
+	}
+	if rootfs != "" && !strings.Contains(path, "/") {
+		// Resolved here, with the tool's PATH, among the container's files.
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return fail("%v", err)
+		}
+		path = p
 	}
 	env := os.Environ()
 	if egressOn {
@@ -172,7 +195,7 @@ func shim(args []string) int {
 		}
 	}()
 	limit, _ := strconv.ParseUint(args[0], 10, 64)
-	cmd := &exec.Cmd{Path: args[6], Args: args[7:], Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd := &exec.Cmd{Path: path, Args: args[10:], Dir: dir, Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	if limit > 0 {
 		// The tool stops right after its execve, before running any of its
 		// own code, so the limit binds its image but never this init's Go
@@ -233,12 +256,20 @@ func shim(args []string) int {
 // own binds (and the cgroup file systems when the tool has a memory
 // cgroup), mounts /proc, and drops privileges, in that order: mounting
 // needs CAP_SYS_ADMIN.
-func shimSetup(noNet bool, shared []string, hideCgroups bool) error {
+func shimSetup(noNet bool, shared []string, hideCgroups bool, rootfs string, binds []string) error {
 	if os.Getpid() != 1 {
 		return fmt.Errorf("not PID 1 of a new PID namespace (pid %d)", os.Getpid())
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
+	}
+	if rootfs != "" {
+		// The host's tree, the worker's binds and cgroups included, is
+		// gone once the container's root is entered.
+		if err := enterRootfs(rootfs, binds); err != nil {
+			return err
+		}
+		shared, hideCgroups = nil, false
 	}
 	// In an overlay worker's view of the whole tree, the state and output
 	// dirs are the worker's own binds; without them the tool's writes
@@ -450,7 +481,15 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) (egressEnd *os.File
 	if shared == nil {
 		sharedArg = []byte("[]")
 	}
-	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, string(sharedArg), cg, memLimit, "--", cmd.Path}, cmd.Args...)
+	bindsArg, dir := []byte("[]"), ""
+	if iso.Rootfs != "" {
+		bindsArg, _ = json.Marshal(iso.Binds)
+		// The directory is the container's: the init changes into it after
+		// entering the root, so the host need not have it.
+		dir, cmd.Dir = cmd.Dir, ""
+	}
+	args := append([]string{shimArg0, strconv.FormatUint(iso.DataLimit, 10), net, string(sharedArg), cg, memLimit,
+		iso.Rootfs, string(bindsArg), dir, "--", cmd.Path}, cmd.Args...)
 	cmd.Path, cmd.Args = "/proc/self/exe", args
 	if iso.WriteRoots != nil {
 		cmd.Env = setWriteRoots(cmd.Env, iso.WriteRoots)

@@ -58,14 +58,23 @@ func startProc(spec procSpec) (*proc, error) {
 	if !filepath.IsAbs(spec.dir) {
 		return nil, newErr(spec.op, spec.dir, NotAbsolute, nil)
 	}
-	if fi, err := os.Stat(spec.dir); err != nil {
+	inContainer := spec.iso.Enabled && spec.iso.Rootfs != ""
+	dirHere := spec.dir
+	if inContainer {
+		dirHere = HostPath(spec.dir)
+	}
+	if fi, err := os.Stat(dirHere); err != nil {
 		return nil, fsErr(spec.op, spec.dir, err)
 	} else if !fi.IsDir() {
 		return nil, newErr(spec.op, spec.dir, NotDir, nil)
 	}
-	path, err := lookPath(spec.argv[0], spec.env)
-	if err != nil {
-		return nil, fsErr(spec.op, spec.argv[0], err)
+	path := spec.argv[0]
+	if !inContainer {
+		// In a container the init looks the command up among its files.
+		var err error
+		if path, err = lookPath(spec.argv[0], spec.env); err != nil {
+			return nil, fsErr(spec.op, spec.argv[0], err)
+		}
 	}
 	p := &proc{
 		cap:    newCapture(spec.maxOutput, spec.logPath),

@@ -57,6 +57,7 @@ type Runner struct {
 	ctx      context.Context // cancelled by Close; parent of exec sessions
 	cancel   context.CancelFunc
 	bg       sync.WaitGroup // exec session supervisors
+	release  func()         // ends the container view (Isolation.Rootfs)
 }
 
 // NewRunner creates a Runner and its private temp directory.
@@ -82,8 +83,22 @@ func NewRunner(opts Options) (*Runner, error) {
 		// The shell session's own files (its cwd and exports) live here.
 		opts.Isolation.WriteRoots = append(roots[:len(roots):len(roots)], tmp)
 	}
+	var release func()
+	if iso := &opts.Isolation; iso.Rootfs != "" {
+		if !iso.Enabled {
+			os.RemoveAll(tmp)
+			return nil, newErr("runner", iso.Rootfs, InvalidArgument, errors.New("a container root needs tool isolation (its init enters the root)"))
+		}
+		// The shell session's own files, at their own path inside too.
+		iso.Binds = append(iso.Binds[:len(iso.Binds):len(iso.Binds)], tmp)
+		if release, err = SetContainerView(iso.Rootfs, iso.Binds); err != nil {
+			os.RemoveAll(tmp)
+			return nil, newErr("runner", iso.Rootfs, InvalidArgument, err)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runner{
+		release:  release,
 		opts:     opts,
 		tmp:      tmp,
 		groups:   map[int]struct{}{},
@@ -130,6 +145,9 @@ func (r *Runner) Close() error {
 	}
 	r.live = map[*proc]struct{}{}
 	r.mu.Unlock()
+	if r.release != nil {
+		r.release()
+	}
 	return os.RemoveAll(r.tmp)
 }
 

@@ -64,6 +64,10 @@ func (w *WriteWatch) contains(p string) bool {
 	if within(p, w.root) {
 		return true
 	}
+	// A container's root is an overlay in the state dir, dropped with it.
+	if v := activeView(); v != nil && within(p, v.root) {
+		return true
+	}
 	return w.view && !slices.ContainsFunc(w.real, func(d string) bool { return within(p, d) })
 }
 
@@ -89,7 +93,7 @@ func NoteWrite(path string) {
 	if len(active) == 0 {
 		return
 	}
-	p := filepath.Clean(path)
+	p := filepath.Clean(HostPath(path))
 	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
 		p = filepath.Join(dir, filepath.Base(p))
 	}

@@ -68,6 +68,8 @@ type runTable struct {
 	Safe       bool     `toml:"safe"`
 	Executor   string   `toml:"executor"`
 	Policy     string   `toml:"policy"`
+	Rootfs     string   `toml:"rootfs"`
+	Image      string   `toml:"image"`
 }
 
 type overlayfsTable struct {
@@ -143,7 +145,8 @@ func (cfg *replayFile) request(path string) (*replay.Request, error) {
 		req.Mode = replay.ReplayOnly
 	}
 	if c := cfg.Run; c != nil {
-		req.Run = replay.RunConfig{TimeoutMS: c.TimeoutMS, InheritEnv: c.InheritEnv, PassEnv: c.PassEnv, Safe: c.Safe, Executor: c.Executor, Policy: c.Policy}
+		req.Run = replay.RunConfig{TimeoutMS: c.TimeoutMS, InheritEnv: c.InheritEnv, PassEnv: c.PassEnv, Safe: c.Safe, Executor: c.Executor, Policy: c.Policy,
+			Rootfs: rel(c.Rootfs), Image: rel(c.Image)}
 	}
 	if c := cfg.Overlayfs; c != nil {
 		req.Overlay = replay.OverlayConfig{Path: rel(c.Path), Commit: c.Commit}

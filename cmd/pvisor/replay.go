@@ -76,6 +76,14 @@ agent (with deny it reaches only the bridge).
           --overlaynet-allow pypi.org:443 --overlaynet-allow '*.pythonhosted.org:443'
     $ pvisor replay ... --overlaynet proxy --overlaynet-policy deny --overlaynet-agent
 
+Container (as root): --executor container runs the replayed tools in a
+root file system, --container-rootfs DIR or an OCI image layout
+--container-image DIR (unpacked per run into the state dir), entered by
+pvisor's own tool init (namespaces, an overlay of the root whose writes
+stay in the state dir, the workspace bound at its own path, pivot_root; no
+daemon). pvisor's file tools resolve paths outside the workspace in it.
+    $ pvisor replay ... --executor container --container-rootfs /srv/debian-12
+
 Exit codes: 0 ok, 2 configuration, 10 trajectory, 11 unsupported agent or
 version, 20 workspace, 30 executor (a replayed tool or a prompt command),
 31 ambiguous execution, 40 continuation or model, 50 internal.
@@ -199,7 +207,9 @@ func parseReplayArgs(args []string, stdout io.Writer, summary *summaryMode) (*re
 	upstreamTimeoutVars(fs, &req.UpstreamFirstByteTimeout, &req.UpstreamIdleTimeout)
 	decimalVar(fs, &req.Run.TimeoutMS, "timeout-ms", 0, "kill any replayed tool call still running after `ms` (the run is then ambiguous); 0 means only the agent's own timeouts")
 	fs.StringVar(&req.TrajectoryAssets, "trajectory-assets", "", "`dir` of the files a trajectory names outside the session, inlined into the prepared prefix (SWE-agent's problem statement from a file; read-only)")
-	fs.StringVar(&req.Run.Executor, "executor", "", "where tools run: `host` (the default; pVisor's container and vm are refused: not built)")
+	fs.StringVar(&req.Run.Executor, "executor", "", "where tools run: `host` (the default) or container (in --container-rootfs or --container-image, entered with pvisor's own namespaces and pivot_root; needs root); vm is refused: not built")
+	fs.StringVar(&req.Run.Rootfs, "container-rootfs", "", "--executor container: the root file system `dir` tools run in (never written: the run writes an overlay of it in the state dir)")
+	fs.StringVar(&req.Run.Image, "container-image", "", "--executor container: an OCI image layout `dir` (index.json, blobs/) unpacked per run into the state dir as the tools' root")
 	fs.StringVar(&req.Run.Policy, "policy", "", "file `policy`: observe (the default: file tools' writes outside the workspace recorded) or enforce (writes outside the workspace denied: Landlock for shell tools, a resolved-path check for file tools; needs tool isolation)")
 	fs.BoolVar(&req.Run.Safe, "safe", false, "pVisor's safe preset: tool isolation, --overlayfs-path WORKSPACE --overlayfs-commit drop, --overlaynet proxy with an allowlist of the model host only, --policy enforce (a contradicting option is refused; metadata.safe says what applied)")
 	fs.BoolVar(&req.Run.InheritEnv, "inherit-env", false, "give tools this process's whole environment")

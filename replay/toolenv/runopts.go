@@ -19,15 +19,16 @@ const (
 
 // CheckRunOptions validates [run] executor and policy (safe is expanded
 // into them and the rest before, see replay's applySafe).
-func CheckRunOptions(executor, policy string) error {
+func CheckRunOptions(executor, policy string, c ContainerConfig) error {
 	switch executor {
-	case "", ExecutorHost:
-	case "container":
-		return configErr("--executor container is not built in pvisor: tools run on this host (under tool isolation as root); use --executor host (the default), or run pvisor inside the container")
+	case "", ExecutorHost, ExecutorContainer:
 	case "vm", "kvm":
-		return configErr("--executor %s is not built in pvisor (no microVM here); use --executor host (the default), or run pvisor inside the VM", executor)
+		return configErr("--executor %s is not built in pvisor (no microVM here); use --executor container with --container-rootfs DIR or --container-image DIR, --executor host (the default), or run pvisor inside the VM", executor)
 	default:
 		return configErr("--executor %q: must be host, container or vm", executor)
+	}
+	if err := checkContainer(executor, c); err != nil {
+		return err
 	}
 	switch policy {
 	case "", PolicyObserve:
@@ -47,6 +48,15 @@ func RunOptionsMeta(executor, policy string) map[string]any {
 	if executor == "" && policy == "" {
 		return nil
 	}
+	m := runOptionsMeta(policy)
+	if executor == ExecutorContainer {
+		// Container adds the root it ran in.
+		m["executor"] = ExecutorContainer
+	}
+	return m
+}
+
+func runOptionsMeta(policy string) map[string]any {
 	// observe is what pvisor always does: file tools' writes outside the
 	// workspace are listed and make the result degraded.
 	if policy == PolicyEnforce {

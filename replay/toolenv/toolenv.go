@@ -34,6 +34,9 @@ type Config struct {
 	// (--inherit-env); PassEnv names variables passed as they are.
 	InheritEnv bool
 	PassEnv    []string
+	// Executor is [run] executor; Container its root when "container".
+	Executor  string
+	Container ContainerConfig
 }
 
 // Tools is one run's tool environment. meta is the run's result metadata;
@@ -44,6 +47,10 @@ type Tools struct {
 	warn  func(string)
 	proxy *egress.Proxy // under --overlaynet proxy/auto, made on first use
 	done  bool          // the proxy's summary is on the result
+	// croot is the run's container root (--executor container), cbase
+	// the state dir's directory that holds it and any unpacked image.
+	croot *toolrun.ContainerRoot
+	cbase string
 }
 
 // New is the tool environment of a run with cfg.

@@ -173,12 +173,14 @@ func (s *stage) get(path string) (*staged, error) {
 		return f, nil
 	}
 	f := &staged{mode: 0o666}
-	fi, err := os.Stat(path)
+	// In a container run, a path outside the workspace is the container's.
+	here := run.HostPath(path)
+	fi, err := os.Stat(here)
 	switch {
 	case err == nil && fi.IsDir():
 		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
 	case err == nil:
-		if f.orig, err = os.ReadFile(path); err != nil {
+		if f.orig, err = os.ReadFile(here); err != nil {
 			return nil, err
 		}
 		f.origExists, f.exists, f.content, f.mode = true, true, f.orig, fi.Mode().Perm()
@@ -264,14 +266,15 @@ func (s *stage) commit() *ApplyError {
 	for _, p := range s.order {
 		f := s.files[p]
 		err := run.GuardWrite("open", p)
+		here := run.HostPath(p)
 		switch {
 		case err != nil:
 		case f.exists:
-			if err = os.MkdirAll(filepath.Dir(p), 0o777); err == nil {
-				err = os.WriteFile(p, f.content, f.mode)
+			if err = os.MkdirAll(filepath.Dir(here), 0o777); err == nil {
+				err = os.WriteFile(here, f.content, f.mode)
 			}
 		case f.origExists:
-			err = os.Remove(p)
+			err = os.Remove(here)
 		default:
 			continue
 		}
@@ -280,11 +283,11 @@ func (s *stage) commit() *ApplyError {
 		}
 		if err != nil {
 			for _, q := range done {
-				g := s.files[q]
+				g, qh := s.files[q], run.HostPath(q)
 				if g.origExists {
-					_ = os.WriteFile(q, g.orig, g.mode)
+					_ = os.WriteFile(qh, g.orig, g.mode)
 				} else {
-					_ = os.Remove(q)
+					_ = os.Remove(qh)
 				}
 			}
 			kind := WriteFailed
