@@ -62,10 +62,10 @@ func TestServeAlsoInANamespace(t *testing.T) {
 	if res.StatusCode != http.StatusOK {
 		t.Errorf("from inside the namespace: %s", res.Status)
 	}
+	s.Close() // waits for the handler, which records the exchange as it ends
 	if n := len(s.Records()); n != 1 {
 		t.Errorf("%d records, want the one request", n)
 	}
-	s.Close()
 	if _, err := l.Accept(); err == nil {
 		t.Error("the namespace's listener is still open after Close")
 	}
