@@ -209,6 +209,15 @@ func (s *session) resolve(p string) (shown, real string) {
 	return shown, s.mapPath(shown)
 }
 
+// resolveHere is resolve for the file tools pvisor runs in its own
+// process (read, write, edit, ls): under --executor container a path
+// outside the workspace names the container's file, as it does for bash;
+// real is then where this process finds it.
+func (s *session) resolveHere(p string) (shown, real string) {
+	shown, real = s.resolve(p)
+	return shown, run.HostPath(real)
+}
+
 // mapPath moves a path under the recorded cwd to the workspace.
 func (s *session) mapPath(p string) string {
 	if s.orig == s.ws {

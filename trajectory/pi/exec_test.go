@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/pvisor/pvisor/run"
 	"github.com/pvisor/pvisor/trajectory"
 )
 
@@ -200,5 +201,46 @@ func TestExecuteCanceled(t *testing.T) {
 	_, err := s.Execute(ctx, 1, &trajectory.ToolCall{ID: "c", Name: "bash", Arguments: json.RawMessage(`{"command":"sleep 5"}`)})
 	if err == nil {
 		t.Fatal("no error for a cancelled call")
+	}
+}
+
+// TestContainerView: under --executor container (a container view set),
+// read, write and ls of absolute paths outside the workspace reach the
+// container's root, not this host's, and show the path the call named;
+// the workspace stays where it is.
+func TestContainerView(t *testing.T) {
+	ws, root := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc", "pvisor-probe"), []byte("in the container\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	release, err := run.SetContainerView(root, []string{ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	s := newSession(t, toolEnv(t, ws, ws))
+	if f := exec1(t, s, "read", `{"path":"/etc/pvisor-probe"}`, ""); f.Content != "in the container\n" {
+		t.Errorf("read: %q", f.Content)
+	}
+	if f := exec1(t, s, "write", `{"path":"/opt/x/new.txt","content":"hi"}`, ""); f.Content != "Successfully wrote to /opt/x/new.txt" {
+		t.Errorf("write: %q", f.Content)
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "opt", "x", "new.txt")); err != nil || string(b) != "hi" {
+		t.Errorf("the write did not land in the container's root: %q %v", b, err)
+	}
+	if _, err := os.Stat("/opt/x/new.txt"); err == nil {
+		t.Error("the write reached the host's /opt")
+	}
+	if f := exec1(t, s, "ls", `{"path":"/etc"}`, ""); f.Content != "pvisor-probe" {
+		t.Errorf("ls: %q", f.Content)
+	}
+	if f := exec1(t, s, "write", `{"path":"`+ws+`/w.txt","content":"ws"}`, ""); f.IsError {
+		t.Errorf("workspace write: %q", f.Content)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "w.txt")); err != nil || string(b) != "ws" {
+		t.Errorf("workspace file: %q %v", b, err)
 	}
 }

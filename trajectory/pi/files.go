@@ -30,7 +30,7 @@ func (s *session) read(args gjson.Result, orig string) result {
 		stop = ""
 	}
 	path := args.Get("path").Str
-	shown, real := s.resolve(path)
+	shown, real := s.resolveHere(path)
 	if err := syscall.Access(real, 4 /* R_OK */); err != nil {
 		return failure(nodeFsError(err, "access", shown))
 	}
@@ -124,7 +124,7 @@ var writeBytesRe = regexp.MustCompile(`^Successfully wrote \d+ bytes to `)
 // there is one (orig), else the release's.
 func (s *session) write(args gjson.Result, orig string) result {
 	path, content := args.Get("path").Str, args.Get("content").Str
-	shown, real := s.resolve(path)
+	shown, real := s.resolveHere(path)
 	if err := run.GuardWrite("open", real); err != nil {
 		return failure(nodeFsError(err, "open", shown))
 	}
@@ -207,7 +207,7 @@ func (s *session) edit(args gjson.Result, orig string) result {
 	if len(edits) == 0 {
 		return failure("Edit tool input is invalid. edits must contain at least one replacement.")
 	}
-	shown, real := s.resolve(path)
+	shown, real := s.resolveHere(path)
 	if err := syscall.Access(real, 4|2 /* R_OK|W_OK */); err != nil {
 		if strings.HasPrefix(orig, "File not found: ") && errors.Is(err, syscall.ENOENT) {
 			return failure("File not found: " + path)
@@ -276,7 +276,7 @@ func (s *session) ls(args gjson.Result) result {
 	if p == "" {
 		p = "."
 	}
-	shown, real := s.resolve(p)
+	shown, real := s.resolveHere(p)
 	st, err := os.Stat(real)
 	if err != nil {
 		return failure("Path not found: " + shown)
