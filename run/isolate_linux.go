@@ -138,8 +138,8 @@ func (iso Isolation) shimCmd(cmd *exec.Cmd, status *os.File) (egressEnd *os.File
 	if iso.Memory != nil {
 		cg, memLimit = iso.Memory.Dir, iso.Memory.Limit
 	}
-	args := toolinit.Args(iso.DataLimit, net, cg, memLimit, shared, iso.WriteRoots, cmd.Path, cmd.Args)
-	cmd.Path, cmd.Args = "/proc/self/exe", args
+	cmd.Args, cmd.Env = toolinit.Args(iso.DataLimit, net, cg, memLimit, shared, iso.WriteRoots, cmd.Path, cmd.Args, cmd.Env)
+	cmd.Path = "/proc/self/exe"
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}

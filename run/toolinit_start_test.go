@@ -2,6 +2,7 @@ package run
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"slices"
@@ -33,5 +34,22 @@ func TestInitRunsBeforeTheProgramsPackages(t *testing.T) {
 	}
 	if len(inits) == 0 || len(inits) > 20 || slices.Contains(inits, "os") || slices.Contains(inits, "testing") {
 		t.Errorf("package inits before the tool init: %v", inits)
+	}
+}
+
+// The init runs with GOMAXPROCS set (see toolinit.Args); the tool gets
+// its own environment back, with its own GOMAXPROCS or none.
+func TestIsolationKeepsTheToolsGOMAXPROCS(t *testing.T) {
+	requireIsolation(t)
+	for _, tc := range []struct{ env, want string }{{"", "[unset]\n"}, {"GOMAXPROCS=7", "[7]\n"}} {
+		env := append([]string(nil), testEnv...)
+		if tc.env != "" {
+			env = append(env, tc.env)
+		}
+		r := newTestRunner(t, Options{Env: env, Isolation: Isolation{Enabled: true}})
+		res, err := r.Shell(context.Background(), ShellRequest{Command: `echo "[${GOMAXPROCS-unset}]"`, Dir: t.TempDir()})
+		if err != nil || res.Stdout.String() != tc.want {
+			t.Errorf("env %q: %v %q, want %q", tc.env, err, res.Stdout.String(), tc.want)
+		}
 	}
 }

@@ -26,14 +26,22 @@ const (
 	NetEgress = "egress" // NetNone plus the relay to the egress proxy
 )
 
-// Args builds the init's argv (Arg0 first) for one call of path with argv;
-// Main parses the same. dataLimit is RLIMIT_DATA in bytes (0: none),
+// Args builds the init's argv (Arg0 first) and environment for one call
+// of path with argv and env; initMain parses the same. dataLimit is RLIMIT_DATA in bytes (0: none),
 // cgroup the run's memory cgroup directory ("": none) with its limit,
 // shared the overlay worker's binds to detach, writeRoots the Landlock
 // write roots (nil: no Landlock; empty: no writes at all).
-func Args(dataLimit uint64, net, cgroup string, memLimit uint64, shared, writeRoots []string, path string, argv []string) []string {
-	a := make([]string, 0, 9+len(shared)+len(writeRoots)+len(argv))
-	a = append(a, Arg0, strconv.FormatUint(dataLimit, 10), net, cgroup, strconv.FormatUint(memLimit, 10), strconv.Itoa(len(shared)))
+func Args(dataLimit uint64, net, cgroup string, memLimit uint64, shared, writeRoots []string, path string, argv, env []string) ([]string, []string) {
+	// GOMAXPROCS set spares the init's runtime reading the CPU cgroup's
+	// limits and /proc/self/mountinfo (long in an overlay's view of the
+	// whole tree); the init takes it out again unless the tool's own.
+	maxprocs := "0"
+	if !hasVar(env, "GOMAXPROCS") {
+		maxprocs = "1"
+		env = append(env[:len(env):len(env)], maxprocsVar)
+	}
+	a := make([]string, 0, 10+len(shared)+len(writeRoots)+len(argv))
+	a = append(a, Arg0, strconv.FormatUint(dataLimit, 10), net, cgroup, strconv.FormatUint(memLimit, 10), maxprocs, strconv.Itoa(len(shared)))
 	a = append(a, shared...)
 	if writeRoots == nil {
 		a = append(a, "-")
@@ -42,7 +50,30 @@ func Args(dataLimit uint64, net, cgroup string, memLimit uint64, shared, writeRo
 		a = append(a, writeRoots...)
 	}
 	a = append(a, "--", path)
-	return append(a, argv...)
+	return append(a, argv...), env
+}
+
+// maxprocsVar is the init's GOMAXPROCS when the tool has none.
+const maxprocsVar = "GOMAXPROCS=1"
+
+func hasVar(env []string, name string) bool {
+	for _, kv := range env {
+		if len(kv) > len(name) && kv[len(name)] == '=' && kv[:len(name)] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutVar is env without the entries that set name.
+func withoutVar(env []string, name string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !(len(kv) > len(name) && kv[len(name)] == '=' && kv[:len(name)] == name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // os.Args without package os, whose init (and imports) would run first;
@@ -76,6 +107,7 @@ type config struct {
 	net        string
 	cgroup     string
 	memLimit   uint64
+	maxprocs   bool // GOMAXPROCS is the init's own, not the tool's
 	shared     []string
 	landlock   bool
 	writeRoots []string
@@ -85,7 +117,7 @@ type config struct {
 
 func parseArgs(args []string) (config, string) {
 	var c config
-	if len(args) < 5 {
+	if len(args) < 6 {
 		return c, "bad arguments " + strconv.Quote(join(args))
 	}
 	var err error
@@ -96,7 +128,11 @@ func parseArgs(args []string) (config, string) {
 	if c.memLimit, err = strconv.ParseUint(args[3], 10, 64); err != nil {
 		return c, "bad memory limit " + strconv.Quote(args[3])
 	}
-	rest := args[4:]
+	if args[4] != "0" && args[4] != "1" {
+		return c, "bad GOMAXPROCS flag " + strconv.Quote(args[4])
+	}
+	c.maxprocs = args[4] == "1"
+	rest := args[5:]
 	list := func() ([]string, bool) {
 		if len(rest) == 0 {
 			return nil, false
@@ -158,6 +194,9 @@ func initMain(args []string) int {
 		return fail(msg)
 	}
 	env := syscall.Environ()
+	if c.maxprocs {
+		env = withoutVar(env, "GOMAXPROCS")
+	}
 	if c.net == NetEgress {
 		// Listening before the tool starts: nothing in the namespace can
 		// take the port first, and there is no other way out.
@@ -306,17 +345,9 @@ func reapAll() {
 // outside the namespace's own loopback.
 func withProxyEnv(env []string) []string {
 	names := []string{"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"}
-	out := make([]string, 0, len(env)+len(names))
-	for _, kv := range env {
-		drop := false
-		for _, n := range names {
-			if len(kv) > len(n) && kv[len(n)] == '=' && kv[:len(n)] == n {
-				drop = true
-			}
-		}
-		if !drop {
-			out = append(out, kv)
-		}
+	out := env
+	for _, n := range names {
+		out = withoutVar(out, n)
 	}
 	for _, n := range names {
 		out = append(out, n+"="+ProxyURL)

@@ -52,7 +52,10 @@ func TestArgsRoundTrip(t *testing.T) {
 		{[]string{"/state", "/out dir"}, []string{}, true},
 		{nil, []string{"/ws", "/dev/null", "--"}, true},
 	} {
-		a := Args(64<<20, NetEgress, "/sys/fs/cgroup/x", 1<<30, tc.shared, tc.roots, "/bin/sh", []string{"sh", "-c", "--"})
+		a, env := Args(64<<20, NetEgress, "/sys/fs/cgroup/x", 1<<30, tc.shared, tc.roots, "/bin/sh", []string{"sh", "-c", "--"}, []string{"A=1"})
+		if !slices.Equal(env, []string{"A=1", "GOMAXPROCS=1"}) {
+			t.Errorf("the init's environment: %q", env)
+		}
 		if a[0] != Arg0 {
 			t.Fatalf("argv[0] = %q", a[0])
 		}
@@ -60,14 +63,18 @@ func TestArgsRoundTrip(t *testing.T) {
 		if bad != "" {
 			t.Fatalf("%q: %s", a, bad)
 		}
-		if c.dataLimit != 64<<20 || c.net != NetEgress || c.cgroup != "/sys/fs/cgroup/x" || c.memLimit != 1<<30 ||
+		if c.dataLimit != 64<<20 || !c.maxprocs || c.net != NetEgress || c.cgroup != "/sys/fs/cgroup/x" || c.memLimit != 1<<30 ||
 			!slices.Equal(c.shared, tc.shared) || c.landlock != tc.landlock || !slices.Equal(c.writeRoots, tc.roots) ||
 			c.path != "/bin/sh" || !slices.Equal(c.argv, []string{"sh", "-c", "--"}) {
 			t.Errorf("%q parsed as %+v", a, c)
 		}
 	}
-	for _, bad := range [][]string{nil, {"x", "0", "", "0", "0", "-", "--", "/bin/true", "true"},
-		{"0", "0", "", "0", "3", "/a", "-", "--", "/bin/true", "true"}, {"0", "0", "", "0", "0", "-", "/bin/true", "true"}} {
+	if _, env := Args(0, NetShared, "", 0, nil, nil, "/bin/true", []string{"true"}, []string{"GOMAXPROCS=3"}); !slices.Equal(env, []string{"GOMAXPROCS=3"}) {
+		t.Errorf("the tool's own GOMAXPROCS: the init's environment is %q", env)
+	}
+	for _, bad := range [][]string{nil, {"x", "0", "", "0", "0", "0", "-", "--", "/bin/true", "true"},
+		{"0", "0", "", "0", "0", "3", "/a", "-", "--", "/bin/true", "true"}, {"0", "0", "", "0", "0", "0", "-", "/bin/true", "true"},
+		{"0", "0", "", "0", "2", "0", "-", "--", "/bin/true", "true"}} {
 		if _, msg := parseArgs(bad); msg == "" {
 			t.Errorf("%q accepted", bad)
 		}
