@@ -131,27 +131,28 @@ func bindInto(root, src, dst string) string {
 	return ""
 }
 
-// mkdirAll creates the absolute directory p and its missing parents; a
-// name that exists must be a directory (or a link to one).
+// mkdirAll creates the absolute directory p and its missing parents, as
+// os.MkdirAll: what exists (most of a deep path) costs one stat; a name
+// that exists must be a directory (or a link to one).
 func mkdirAll(p string, mode uint32) error {
-	for i := 1; i <= len(p); i++ {
-		if i < len(p) && p[i] != '/' {
-			continue
+	var st syscall.Stat_t
+	if err := syscall.Stat(p, &st); err == nil {
+		if st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+			return nil
 		}
-		err := syscall.Mkdir(p[:i], mode)
-		if err == nil {
-			continue
-		}
-		if err != syscall.EEXIST {
+		return syscall.ENOTDIR
+	}
+	if parent := dirOf(p); parent != p {
+		if err := mkdirAll(parent, mode); err != nil {
 			return err
 		}
-		var st syscall.Stat_t
-		if err := syscall.Stat(p[:i], &st); err != nil {
-			return err
+	}
+	if err := syscall.Mkdir(p, mode); err != nil {
+		// Made meanwhile (by a tool of another call of the run)?
+		if syscall.Lstat(p, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR {
+			return nil
 		}
-		if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-			return syscall.ENOTDIR
-		}
+		return err
 	}
 	return nil
 }
