@@ -70,7 +70,7 @@ func (r *run) allocate() error {
 // would have): <root>/<run id>, absolute. nil when the run id is not known
 // yet or a root cannot be made absolute.
 func LocationHints(req *Request) (stateDir, outputDir *string) {
-	if req == nil || req.RunID == "" || !runIDPattern.MatchString(req.RunID) {
+	if req == nil || req.RunID == "" || !runIDPattern().MatchString(req.RunID) {
 		return nil, nil
 	}
 	hint := func(root, def string) *string {

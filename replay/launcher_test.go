@@ -133,7 +133,7 @@ func TestLaunchersHaveTestedRanges(t *testing.T) {
 			t.Errorf("%s has a launcher now: remove it from replayTestedOnly", agent)
 		}
 	}
-	for _, r := range tested.Releases {
+	for _, r := range tested.Releases() {
 		if replayTestedOnly[r.Agent] {
 			continue
 		}

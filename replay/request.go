@@ -183,11 +183,11 @@ const (
 	DefaultOutputRoot = "/tmp/pvisor-sandbox-replay/output"
 )
 
-var runIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var runIDPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // ValidRunID reports whether id may name a run's directories: letters,
 // digits, '_' and '-'.
-func ValidRunID(id string) bool { return runIDPattern.MatchString(id) }
+func ValidRunID(id string) bool { return runIDPattern().MatchString(id) }
 
 // Validate checks what can be checked without touching the file system.
 func (r *Request) Validate() error {
@@ -200,7 +200,7 @@ func (r *Request) Validate() error {
 		return configErr("--after-step %d: steps are numbered from 1 (run 'pvisor inspect %s' to list them)", r.AfterStep, r.Trajectory)
 	case r.MaxSteps < 0 || r.MaxSteps == 0 && r.MaxStepsSet:
 		return configErr("--max-steps %d: max_steps must be positive (omit it for no limit)", r.MaxSteps)
-	case r.RunID != "" && !runIDPattern.MatchString(r.RunID):
+	case r.RunID != "" && !runIDPattern().MatchString(r.RunID):
 		return configErr("--run-id %q: may contain only letters, digits, '-' and '_'", r.RunID)
 	case strings.ContainsAny(r.SessionID, "\x00\r\n"):
 		return configErr("--session-id must contain no NUL, CR or LF")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -121,4 +122,57 @@ func BenchmarkIsolationOverhead(b *testing.B) {
 	b.ReportMetric(ms(cgroup), "isolated-cgroup-p50-ms")
 	b.ReportMetric(float64(cgroup)/float64(base), "isolated-cgroup/plain")
 	b.ReportMetric(float64(cgroup)/float64(iso), "isolated-cgroup/isolated-rlimit")
+}
+
+// BenchmarkIsolationCPU is the CPU (user + system, this process and its
+// reaped children: the init and the tool) of one isolated call against
+// the same call without isolation, interleaved in one loop: what each
+// replayed call pays for its init, namespaces and privilege drop. The wall
+// times of BenchmarkIsolationOverhead move with the machine's load; CPU
+// barely does.
+func BenchmarkIsolationCPU(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("isolation needs root")
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	isos := []Isolation{{}, {Enabled: true, DataLimit: 8 << 30}, {Enabled: true, DataLimit: 8 << 30, NoNetwork: true, WriteRoots: WriteRootsFor(dir)}}
+	var sessions []*Session
+	for _, iso := range isos {
+		r, err := NewRunner(Options{Env: testEnv, TempDir: b.TempDir(), Isolation: iso})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		s, err := r.NewSession(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	cpu := make([]time.Duration, len(sessions))
+	for b.Loop() {
+		for i, s := range sessions {
+			c0 := selfAndChildrenCPU(b)
+			res, err := s.Shell(ctx, ShellRequest{Argv: []string{"/bin/true"}})
+			if err != nil || res.ExitCode != 0 {
+				b.Fatalf("session %d: %v %d %s", i, err, res.ExitCode, res.Stderr.String())
+			}
+			cpu[i] += selfAndChildrenCPU(b) - c0
+		}
+	}
+	ms := func(d time.Duration) float64 { return d.Seconds() * 1e3 / float64(b.N) }
+	b.ReportMetric(ms(cpu[0]), "plain-cpu-ms")
+	b.ReportMetric(ms(cpu[1]), "isolated-cpu-ms")
+	b.ReportMetric(ms(cpu[2]), "isolated-nonet-landlock-cpu-ms")
+	b.ReportMetric(ms(cpu[1]-cpu[0]), "isolation-cpu-over-plain-ms")
+	b.ReportMetric(ms(cpu[2]-cpu[0]), "nonet-landlock-cpu-over-plain-ms")
+}
+
+func selfAndChildrenCPU(b *testing.B) time.Duration {
+	var self, kids syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids) != nil {
+		b.Fatal("getrusage")
+	}
+	return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
 }

@@ -1,13 +1,13 @@
 package run
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/pvisor/pvisor/run/toolinit"
 )
 
 // A container view (--executor container) makes the in-process file tools
@@ -111,54 +111,13 @@ func ContainerPath(h string) string {
 	return h
 }
 
-// errTooManyLinks is ELOOP's analogue for ResolveIn.
-var errTooManyLinks = errors.New("too many levels of symbolic links")
-
 // ResolveIn resolves p (absolute, as a process whose root is root sees it)
 // to a path under root, following symlinks as that process's kernel would:
 // an absolute target starts again at root, ".." never climbs above it. The
 // last component is resolved too when it is a symlink; a missing component
-// ends the walk (the rest is appended as it is).
+// ends the walk (the rest is appended as it is). It is the init's own
+// (toolinit.ResolveIn, which places the container's binds), so the file
+// tools and the shell resolve an image's links alike.
 func ResolveIn(root, p string) (string, error) {
-	root = filepath.Clean(root)
-	rest := strings.Split(strings.TrimPrefix(filepath.Clean("/"+p), "/"), "/")
-	var done []string // resolved components below root
-	links, missing := 0, false
-	for len(rest) > 0 {
-		c := rest[0]
-		rest = rest[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(done) > 0 {
-				done = done[:len(done)-1]
-			}
-			continue
-		}
-		if missing {
-			// Nothing to follow below a missing name.
-			done = append(done, c)
-			continue
-		}
-		cand := filepath.Join(append([]string{root}, append(done, c)...)...)
-		fi, err := os.Lstat(cand)
-		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
-			done = append(done, c)
-			missing = err != nil
-			continue
-		}
-		if links++; links > 40 {
-			return "", errTooManyLinks
-		}
-		target, err := os.Readlink(cand)
-		if err != nil {
-			return "", err
-		}
-		if filepath.IsAbs(target) {
-			done = nil
-		}
-		rest = append(strings.Split(target, "/"), rest...)
-	}
-	return filepath.Join(append([]string{root}, done...)...), nil
+	return toolinit.ResolveIn(filepath.Clean(root), p)
 }

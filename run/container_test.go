@@ -100,6 +100,30 @@ func TestContainerShell(t *testing.T) {
 	}
 }
 
+// TestContainerLooksUpBareNamesInside: a command named without a path is
+// found with the tool's PATH among the container's files (the host has no
+// such tool), and runs in a directory only the container has.
+func TestContainerLooksUpBareNamesInside(t *testing.T) {
+	ws := t.TempDir()
+	r, _ := containerRunner(t, ws, Isolation{})
+	tool := "pvisor-inside-" + filepath.Base(ws)
+	setup := "mkdir /only-inside && printf '#!/bin/sh\\necho $0 in $(pwd)\\n' > /usr/sbin/" + tool + " && chmod +x /usr/sbin/" + tool
+	if res, err := r.Shell(context.Background(), ShellRequest{Command: setup, Dir: ws}); err != nil || res.ExitCode != 0 {
+		t.Fatalf("%v %q", err, res.Stderr.String())
+	}
+	if _, err := os.Stat("/only-inside"); err == nil {
+		t.Fatal("the host has /only-inside: the test proves nothing here")
+	}
+	res, err := r.Shell(context.Background(), ShellRequest{Argv: []string{tool}, Dir: "/only-inside"})
+	if err != nil || res.Stdout.String() != "/usr/sbin/"+tool+" in /only-inside\n" {
+		t.Errorf("%v %q %q", err, res.Stdout.String(), res.Stderr.String())
+	}
+	res, err = r.Shell(context.Background(), ShellRequest{Argv: []string{tool + "-missing"}, Dir: "/"})
+	if err == nil || !strings.Contains(err.Error(), "not found in $PATH") {
+		t.Errorf("a missing tool: %v, exit %d", err, res.ExitCode)
+	}
+}
+
 // TestResolveInStaysInRoot: symlinks of an untrusted root, absolute or
 // with "..", resolve below it.
 func TestResolveInStaysInRoot(t *testing.T) {

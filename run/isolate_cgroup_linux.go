@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pvisor/pvisor/run/toolinit"
 )
 
 // MemoryCgroup is one run's memory cgroup: every tool call's init moves
@@ -164,13 +166,7 @@ func oomKills(f *os.File) uint64 {
 	if n == 0 && err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(buf[:n]), "\n") {
-		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
-			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return 0
+	return toolinit.OOMKillCount(string(buf[:n]))
 }
 
 // Close kills what is left in the cgroup and removes it. The Runner's
@@ -194,16 +190,4 @@ func (c *MemoryCgroup) Close() error {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return fmt.Errorf("remove cgroup %s: %w", c.Dir, err)
-}
-
-// joinCgroup moves the calling thread of the tool init, the one it forks
-// the tool from, into the v1 cgroup at dir. Only "0" written to "tasks"
-// (this thread) skips the kernel's global threadgroup lock, whose write
-// side waits for an RCU grace period: a process or a thread named by its
-// id doubled the cost of a call. (A v2 init is cloned into its cgroup.)
-func joinCgroup(dir string) error {
-	if err := os.WriteFile(filepath.Join(dir, "tasks"), []byte("0"), 0); err != nil {
-		return fmt.Errorf("join the run's memory cgroup: %w", err)
-	}
-	return nil
 }

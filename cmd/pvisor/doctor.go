@@ -78,7 +78,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer stop()
-		rows := releases.Check(ctx, releases.Clients{}, tested.Releases, tested.Successors, time.Now())
+		rows := releases.Check(ctx, releases.Clients{}, tested.Releases(), tested.Successors(), time.Now())
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
 			for _, r := range rows {

@@ -53,7 +53,7 @@ func childCPU(b *testing.B, env []string, argv ...string) time.Duration {
 }
 
 // toolInitCPU starts bin as a tool init without arguments: it exits 126
-// (exitShimSetup in package run) at once, its report going nowhere.
+// (toolinit.ExitSetup) at once, its report going nowhere.
 func toolInitCPU(b *testing.B, bin string) time.Duration {
 	cmd := &exec.Cmd{Path: bin, Args: []string{"pvisor-tool-init"}}
 	if err := cmd.Run(); cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 126 {
@@ -70,7 +70,8 @@ func toolInitCPU(b *testing.B, bin string) time.Duration {
 // the same loop too. tool-init-start-cpu-ms is the binary started as an
 // isolated call's init (argv[0] pvisor-tool-init) that stops at its
 // argument check: what every isolated call pays before any namespace work
-// (package init up to package run's, which checks argv[0]).
+// (the runtime and the few package inits before package run/toolinit's,
+// which checks argv[0]).
 func BenchmarkProcessStart(b *testing.B) {
 	bin := releaseBinary(b)
 	old := os.Getenv("PVISOR_BENCH_BASELINE_BIN")

@@ -89,7 +89,7 @@ func (o K8sOptions) Check() []error {
 // Name is a DNS-safe job name from the file's name.
 func (j ClusterJob) Name() string {
 	stem := strings.TrimSuffix(filepath.Base(j.File), filepath.Ext(j.File))
-	stem = strings.ToLower(strings.Trim(unsafeID.ReplaceAllString(stem, "-"), "-_"))
+	stem = strings.ToLower(strings.Trim(unsafeID().ReplaceAllString(stem, "-"), "-_"))
 	stem = strings.ReplaceAll(stem, "_", "-")
 	if len(stem) > 30 {
 		stem = stem[:30]

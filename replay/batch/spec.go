@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/pvisor/pvisor/replay"
 	"github.com/pvisor/pvisor/replay/workspace"
@@ -199,7 +200,7 @@ func shown(base, path string) string {
 	return path
 }
 
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var unsafeID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_-]+`) })
 
 // runID derives a run's id from everything that makes it this run: the
 // same file always yields the same ids, which is what makes resuming work,
@@ -218,12 +219,12 @@ func runID(r *Run) string {
 	sum := sha256.Sum256(key)
 	stem := filepath.Base(r.Trajectory)
 	stem = strings.TrimSuffix(stem, filepath.Ext(stem))
-	stem = strings.Trim(unsafeID.ReplaceAllString(stem, "-"), "-")
+	stem = strings.Trim(unsafeID().ReplaceAllString(stem, "-"), "-")
 	if len(stem) > 24 {
 		stem = stem[:24]
 	}
 	if r.modelName != "" {
-		m := strings.Trim(unsafeID.ReplaceAllString(r.modelName, "-"), "-")
+		m := strings.Trim(unsafeID().ReplaceAllString(r.modelName, "-"), "-")
 		if len(m) > 16 {
 			m = m[:16]
 		}

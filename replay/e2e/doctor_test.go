@@ -74,7 +74,7 @@ func TestDoctorPassesEveryTestedRelease(t *testing.T) {
 		t.Skip("needs root: the doctor's checks run in a loopback-only network namespace")
 	}
 	pvisor := pvisorBinary(t)
-	for _, rel := range tested.Releases {
+	for _, rel := range tested.Releases() {
 		if !slices.Contains(doctor.Agents(), rel.Agent) {
 			continue // no bundled session to check it with
 		}

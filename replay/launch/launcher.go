@@ -3,6 +3,7 @@ package launch
 import (
 	"encoding/json"
 	"regexp"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,7 +41,7 @@ type Launcher interface {
 
 // BareVersion is the VersionShape of a CLI that prints its version alone
 // on a line (1.18.33, v0.73.1), as many npm CLIs do.
-var BareVersion = regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`)
+var BareVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^v?\d+\.\d+\.\d+\S*$`) })
 
 // NativeCLINamer is implemented by launchers of the agents pVisor continues
 // with its generic native-CLI adapter (Codex, OpenCode): a replay's result

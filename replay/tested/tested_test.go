@@ -42,7 +42,7 @@ func TestRange(t *testing.T) {
 func TestVersionsFile(t *testing.T) {
 	seen := map[string]bool{}
 	pkg, bin := map[string]string{}, map[string]string{}
-	for _, r := range Releases {
+	for _, r := range Releases() {
 		key := r.Agent + "@" + r.Version
 		if seen[key] {
 			t.Errorf("%s is listed twice", key)
@@ -68,7 +68,7 @@ func TestVersionsFile(t *testing.T) {
 
 // moved reports whether a successor line links the two packages of agent.
 func moved(agent, a, b string) bool {
-	for _, s := range Successors {
+	for _, s := range Successors() {
 		if s.Agent == agent && (s.From == a && s.To == b || s.From == b && s.To == a) {
 			return true
 		}
@@ -159,9 +159,9 @@ func TestRegistries(t *testing.T) {
 			t.Errorf("line %d: %+v at %s, want package %s from %s at %s", tc.i+1, r, r.Path("/e"), tc.pkg, tc.registry, tc.bin)
 		}
 	}
-	old := Releases
-	t.Cleanup(func() { Releases = old })
-	Releases = rs
+	old := releasesOverride
+	t.Cleanup(func() { releasesOverride = old })
+	releasesOverride = rs
 	if got := RangeOf("m").String(); got != ">=1.17.5 <=2.4.6" {
 		t.Errorf("RangeOf(m) = %s", got)
 	}
@@ -171,9 +171,9 @@ func TestRegistries(t *testing.T) {
 }
 
 func TestOfSortsOldestFirst(t *testing.T) {
-	saved := Releases
-	defer func() { Releases = saved }()
-	Releases, _ = Parse("x p 1.10.0 b\nx p 1.9.0 b\ny q 0.1.0 c\nx p 1.9.1-rc.1 b\n")
+	saved := releasesOverride
+	defer func() { releasesOverride = saved }()
+	releasesOverride, _ = Parse("x p 1.10.0 b\nx p 1.9.0 b\ny q 0.1.0 c\nx p 1.9.1-rc.1 b\n")
 	var got []string
 	for _, r := range Of("x") {
 		got = append(got, r.Version)

@@ -6,8 +6,6 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/pvisor/pvisor/run/egress/nsrelay"
 )
 
 // Attach makes the channel one tool init hands its connections over: a
@@ -90,7 +88,3 @@ func (p *Proxy) receive(uc *net.UnixConn, call Call) {
 		}
 	}
 }
-
-// Relay is the init's side of Attach, in its own small package (see
-// nsrelay) so that the tool init links no HTTP.
-func Relay(ctrl *os.File) error { return nsrelay.Relay(ctrl) }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -407,9 +408,11 @@ func asContext(m gjson.Result) string {
 // token-count reminder Claude Code adds after the newest message.
 // dateChange is Claude Code's notice of a new day: "The date has changed.
 // Today's date is now 2026-12-02. DO NOT mention this …".
-var dateChange = regexp.MustCompile(`^The date has changed\. Today's date is now \d{4}-\d{2}-\d{2}\.[^\n]*\n?$`)
+var dateChange = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^The date has changed\. Today's date is now \d{4}-\d{2}-\d{2}\.[^\n]*\n?$`)
+})
 
-func isDateChange(text string) bool { return dateChange.MatchString(text) }
+func isDateChange(text string) bool { return dateChange().MatchString(text) }
 
 func isTurnReminder(text string) bool {
 	return strings.HasPrefix(text, "<total_tokens>") && strings.HasSuffix(strings.TrimRight(text, "\n"), "</total_tokens>") &&

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -34,9 +35,9 @@ const configDir = "claude-config"
 func (launcher) Binary() string { return "claude" }
 
 // VersionShape is how `--version` prints (2.1.332 (Claude Code)).
-func (launcher) VersionShape() *regexp.Regexp { return versionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape() }
 
-var versionShape = regexp.MustCompile(`(?m)^\d+\.\d+\.\d+\S* \(Claude Code\)$`)
+var versionShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\d+\.\d+\.\d+\S* \(Claude Code\)$`) })
 
 func (launcher) Protocol() bridge.Protocol { return bridge.Anthropic }
 

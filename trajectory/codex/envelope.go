@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -234,7 +235,7 @@ func isMessage(it gjson.Result, role string) bool {
 	return (!typ.Exists() || typ.Str == "message") && it.Get("role").Str == role
 }
 
-var tagRe = regexp.MustCompile(`^<([a-z][a-z_ ]*)>[\s\S]*</([a-z][a-z_ ]*)>\s*$`)
+var tagRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^<([a-z][a-z_ ]*)>[\s\S]*</([a-z][a-z_ ]*)>\s*$`) })
 
 // contextItem accepts a developer or user message whose every text part is
 // one tagged context block (<environment_context>…</environment_context>,
@@ -251,7 +252,7 @@ func contextItem(it gjson.Result) (envelope.ContextItem, bool) {
 	var text strings.Builder
 	tag := ""
 	for _, p := range parts {
-		m := tagRe.FindStringSubmatch(p.Get("text").Str)
+		m := tagRe().FindStringSubmatch(p.Get("text").Str)
 		if p.Get("type").Str != "input_text" || m == nil || m[1] != m[2] {
 			return envelope.ContextItem{}, false
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	// The recorded timezone decides the staged date; sandboxes often lack
@@ -48,9 +49,9 @@ func (launcher) Binary() string { return "codex" }
 func (launcher) NativeCLI() string { return "codex" }
 
 // VersionShape is how `--version` prints (codex-cli 0.171.0).
-func (launcher) VersionShape() *regexp.Regexp { return versionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape() }
 
-var versionShape = regexp.MustCompile(`(?m)^codex-cli \d+\.\d+\.\d+\S*$`)
+var versionShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^codex-cli \d+\.\d+\.\d+\S*$`) })
 
 func (launcher) Protocol() bridge.Protocol { return bridge.Responses }
 
@@ -127,7 +128,7 @@ type staged struct {
 
 // skillRootRe finds the system skills root in the stored skills listing;
 // its parent is the CODEX_HOME the session was recorded with.
-var skillRootRe = regexp.MustCompile("`r\\d+` = `([^`\\n]+)/skills/\\.system`")
+var skillRootRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`r\\d+` = `([^`\\n]+)/skills/\\.system`") })
 
 func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 	s := &staged{c: c, meta: map[string]any{}}
@@ -149,7 +150,7 @@ func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 // Codex finds it by id.
 func (s *staged) stage(rebuilt []byte) ([]byte, error) {
 	oldHome := ""
-	if m := skillRootRe.FindSubmatch(rebuilt); m != nil {
+	if m := skillRootRe().FindSubmatch(rebuilt); m != nil {
 		oldHome = string(m[1])
 	}
 	homes := relocate.Paths{From: oldHome, To: s.c.Home}

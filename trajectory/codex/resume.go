@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -25,7 +26,7 @@ var builtinProviders = []string{"openai", "oss", "ollama", "lmstudio"}
 
 // providerID is a provider name config.toml can take as a bare table key
 // ([model_providers.<id>]); any other name is replaced by the bridge's.
-var providerID = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var providerID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // resumeCommand keeps the provider name the session recorded, so Codex sees
 // no provider switch.
@@ -34,7 +35,7 @@ func resumeCommand(c launch.ResumeCall) (launch.ResumeCommand, error) {
 	err := launch.ScanLines(c.Main, func(line []byte) {
 		switch gjson.GetBytes(line, "type").Str {
 		case "session_meta":
-			if p := gjson.GetBytes(line, "payload.model_provider").Str; p != "" && !slices.Contains(builtinProviders, p) && providerID.MatchString(p) {
+			if p := gjson.GetBytes(line, "payload.model_provider").Str; p != "" && !slices.Contains(builtinProviders, p) && providerID().MatchString(p) {
 				provider = p
 			}
 		case "turn_context":

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -96,14 +97,14 @@ func (format) CheckReplayable(call *trajectory.ToolCall) error {
 }
 
 // shellIDRe is the id in a bash result's trailer.
-var shellIDRe = regexp.MustCompile(`<shellId: \d+ `)
+var shellIDRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`<shellId: \d+ `) })
 
 // NormalizeObservation masks the shell id of a bash result: Copilot numbers
 // shells as they finish, so the ids of a batch of parallel commands change
 // from run to run (measured: of two, the one that finished first got 0),
 // while the replay runs them one after the other.
 func (format) NormalizeObservation(content string) string {
-	return shellIDRe.ReplaceAllString(content, "<shellId: N ")
+	return shellIDRe().ReplaceAllString(content, "<shellId: N ")
 }
 
 // PrefixModelTurns counts every model response up to and including the

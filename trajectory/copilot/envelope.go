@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -100,12 +101,12 @@ func Untag(body []byte) ([]byte, error) {
 }
 
 // datetimeLine is what Copilot puts before every prompt it sends.
-var datetimeLine = regexp.MustCompile(`^<current_datetime>[^<]*</current_datetime>\n\n`)
+var datetimeLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^<current_datetime>[^<]*</current_datetime>\n\n`) })
 
 // isNonce: the prompt Copilot sends for `-p N`, with its date line.
 func isNonce(m gjson.Result, nonce string) bool {
 	c := m.Get("content")
-	return c.Type == gjson.String && datetimeLine.ReplaceAllString(c.Str, "") == nonce
+	return c.Type == gjson.String && datetimeLine().ReplaceAllString(c.Str, "") == nonce
 }
 
 // EnvelopePrompt is the user message that carries a boundary prompt.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -113,13 +114,13 @@ func (s *session) Execute(ctx context.Context, step int, call *trajectory.ToolCa
 	return f, nil
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 func (s *session) logPath(step int, call *trajectory.ToolCall) string {
 	if s.env.LogDir == "" {
 		return ""
 	}
-	id := unsafeName.ReplaceAllString(call.ID, "_")
+	id := unsafeName().ReplaceAllString(call.ID, "_")
 	if len(id) > 80 {
 		id = id[:80]
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -29,9 +30,9 @@ func (launcher) Binary() string { return "copilot" }
 
 // VersionShape is how `copilot --version` prints: "GitHub Copilot CLI
 // 1.0.102." and a line about `copilot update`.
-func (launcher) VersionShape() *regexp.Regexp { return versionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape() }
 
-var versionShape = regexp.MustCompile(`(?m)^GitHub Copilot CLI \d+\.\d+\.\d+`)
+var versionShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^GitHub Copilot CLI \d+\.\d+\.\d+`) })
 
 func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 
@@ -77,7 +78,7 @@ func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 		out.Write(line)
 		out.WriteByte('\n')
 	}
-	if !uuidRe.MatchString(s.sid) {
+	if !uuidRe().MatchString(s.sid) {
 		return nil, fmt.Errorf("the session's id %q is not the UUID Copilot names session directories by", s.sid)
 	}
 	proj, err := Project(bytes.NewReader(out.Bytes()))
@@ -104,7 +105,9 @@ func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 	return s, nil
 }
 
-var uuidRe = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var uuidRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+})
 
 // WorkspaceYAML is the workspace.yaml Copilot keeps beside events.jsonl,
 // with the fields it reads back on resume.

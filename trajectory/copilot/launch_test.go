@@ -75,7 +75,7 @@ func TestStageAndCommand(t *testing.T) {
 		!slices.Contains(cmd.Env, "COPILOT_OFFLINE=true") || !slices.Contains(cmd.Env, "COPILOT_MODEL=fake-model") {
 		t.Errorf("env = %q", cmd.Env)
 	}
-	if !versionShape.MatchString("GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.\n") {
+	if !versionShape().MatchString("GitHub Copilot CLI 1.0.102.\nRun 'copilot update' to check for updates.\n") {
 		t.Error("VersionShape misses 1.0.102's --version")
 	}
 }

@@ -85,7 +85,7 @@ func TestResumeCommandFork(t *testing.T) {
 			child = v
 		}
 	}
-	if child == "" || child == id || !uuidRe.MatchString(child) {
+	if child == "" || child == id || !uuidRe().MatchString(child) {
 		t.Fatalf("args = %q", rc.Args)
 	}
 	ev, _ := os.ReadFile(filepath.Join(root, "session-state", child, "events.jsonl"))

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -74,10 +75,10 @@ func firstLine(head []byte) []byte {
 }
 
 // cwdRe finds the working directory in the system prompt Kimi binds.
-var cwdRe = regexp.MustCompile("The current working directory is `([^`\n]+)`")
+var cwdRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("The current working directory is `([^`\n]+)`") })
 
 // wallTimeRe is the wall-time header renderResult writes.
-var wallTimeRe = regexp.MustCompile(`(?m)^Wall time: [0-9]+\.[0-9]{3} seconds`)
+var wallTimeRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^Wall time: [0-9]+\.[0-9]{3} seconds`) })
 
 // maxCalls bounds the tool calls one decode keeps track of, so a hostile
 // file cannot grow the index without bound beyond what it holds anyway.
@@ -157,7 +158,7 @@ func (d *decoder) record(ln jsonl.Line, rec gjson.Result) error {
 		if agent := rec.Get("agentId").Str; agent != "" && agent != "main" {
 			return nil
 		}
-		if m := cwdRe.FindStringSubmatch(rec.Get("systemPrompt").Str); m != nil && d.t.Cwd == "" {
+		if m := cwdRe().FindStringSubmatch(rec.Get("systemPrompt").Str); m != nil && d.t.Cwd == "" {
 			d.t.Cwd = m[1]
 		}
 	case "context.append_loop_event":

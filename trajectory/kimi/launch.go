@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -33,9 +34,9 @@ type launcher struct{}
 func (launcher) Binary() string { return "kimi" }
 
 // VersionShape is how `kimi --version` prints: a bare 2.1.0.
-func (launcher) VersionShape() *regexp.Regexp { return versionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape() }
 
-var versionShape = regexp.MustCompile(`(?m)^\d+\.\d+\.\d+\S*$`)
+var versionShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\d+\.\d+\.\d+\S*$`) })
 
 func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 
@@ -57,7 +58,9 @@ type staged struct {
 }
 
 // sessionIDRe is a session directory's name.
-var sessionIDRe = regexp.MustCompile(`^session_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var sessionIDRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^session_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+})
 
 // WorkspaceID is Kimi's name for the sessions directory of cwd:
 // wd_<slug>_<sha256(cwd)[:12]>, the slug being the last path element
@@ -97,7 +100,7 @@ func workspaceSlug(name string) string {
 // directory (…/session_<uuid>/agents/main/wire.jsonl), else one derived
 // from the log's bytes.
 func sessionID(source string, data []byte) string {
-	if d := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(source)))); sessionIDRe.MatchString(d) {
+	if d := filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(source)))); sessionIDRe().MatchString(d) {
 		return d
 	}
 	h := sha256.Sum256(data)

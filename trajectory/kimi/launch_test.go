@@ -41,7 +41,7 @@ func TestSessionID(t *testing.T) {
 		t.Errorf("in place: %s", got)
 	}
 	a, b := sessionID("/x/wire.jsonl", []byte("log")), sessionID("/y/wire.jsonl", []byte("log"))
-	if a != b || !sessionIDRe.MatchString(a) {
+	if a != b || !sessionIDRe().MatchString(a) {
 		t.Errorf("derived ids %s %s", a, b)
 	}
 	if !regexp.MustCompile(`^session_[0-9a-f]{8}-[0-9a-f]{4}-4`).MatchString(a) {
@@ -50,7 +50,7 @@ func TestSessionID(t *testing.T) {
 }
 
 func TestVersionShape(t *testing.T) {
-	if !versionShape.MatchString("2.1.0\n") || versionShape.MatchString("kimi version two") {
+	if !versionShape().MatchString("2.1.0\n") || versionShape().MatchString("kimi version two") {
 		t.Error("version shape")
 	}
 }

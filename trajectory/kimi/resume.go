@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -39,10 +40,12 @@ func forkCommand(c launch.ResumeCall) (launch.Command, error) {
 }
 
 // forkedRe is the line `kimi fork` prints: Forked to session_<uuid> ("…") in 621ms.
-var forkedRe = regexp.MustCompile(`(?m)^Forked to (session_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b`)
+var forkedRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^Forked to (session_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\b`)
+})
 
 func forkID(stdout []byte) (string, error) {
-	m := forkedRe.FindSubmatch(stdout)
+	m := forkedRe().FindSubmatch(stdout)
 	if m == nil {
 		return "", errors.New(`kimi fork printed no "Forked to session_<uuid>" line`)
 	}
@@ -117,7 +120,7 @@ func pointState(path, id, cwd, dir string) ([]string, error) {
 	})
 	sort.Strings(names)
 	for _, name := range names {
-		if !agentNameRe.MatchString(name) {
+		if !agentNameRe().MatchString(name) {
 			return nil, fmt.Errorf("%s: agent name %q is not a plain name", path, name)
 		}
 		want := filepath.Join(dir, "agents", name)
@@ -134,7 +137,7 @@ func pointState(path, id, cwd, dir string) ([]string, error) {
 }
 
 // agentNameRe is a name a homedir may be built from.
-var agentNameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var agentNameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`) })
 
 // outputText: the assistant text of --output-format stream-json.
 func outputText(line []byte) string {

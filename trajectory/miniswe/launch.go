@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -36,9 +37,9 @@ type launcher struct{}
 func (launcher) Binary() string { return "mini" }
 
 // VersionShape is what VersionCommand prints.
-func (launcher) VersionShape() *regexp.Regexp { return versionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape() }
 
-var versionShape = regexp.MustCompile(`(?m)^mini-swe-agent \d+\.\d+\.\d+\S*$`)
+var versionShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^mini-swe-agent \d+\.\d+\.\d+\S*$`) })
 
 func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 

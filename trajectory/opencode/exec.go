@@ -220,14 +220,14 @@ func (s *session) saveOutput(callID, text string) (string, error) {
 	return p, nil
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 func (s *session) logName(callID string) string {
 	s.mu.Lock()
 	s.nlog++
 	n := s.nlog
 	s.mu.Unlock()
-	id := unsafeName.ReplaceAllString(callID, "_")
+	id := unsafeName().ReplaceAllString(callID, "_")
 	if len(id) > 80 {
 		id = id[:80]
 	}

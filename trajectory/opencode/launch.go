@@ -50,7 +50,7 @@ func (launcher) Binary() string { return "opencode" }
 func (launcher) NativeCLI() string { return "opencode" }
 
 // VersionShape is how `--version` prints (1.18.33).
-func (launcher) VersionShape() *regexp.Regexp { return launch.BareVersion }
+func (launcher) VersionShape() *regexp.Regexp { return launch.BareVersion() }
 
 func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 

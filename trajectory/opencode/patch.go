@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -35,11 +36,13 @@ type patchChunk struct {
 	eof                bool
 }
 
-var heredoc = regexp.MustCompile(`^(?:cat\s+)?<<['"]?(\w+)['"]?\s*\n([\s\S]*?)\n(\w+)\s*$`)
+var heredoc = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:cat\s+)?<<['"]?(\w+)['"]?\s*\n([\s\S]*?)\n(\w+)\s*$`)
+})
 
 func parsePatch(text string) ([]patchHunk, string) {
 	text = jsstr.Trim(text)
-	if m := heredoc.FindStringSubmatch(text); m != nil && m[1] == m[3] {
+	if m := heredoc().FindStringSubmatch(text); m != nil && m[1] == m[3] {
 		text = m[2]
 	}
 	lines := strings.Split(text, "\n")

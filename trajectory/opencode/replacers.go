@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/pvisor/pvisor/trajectory/internal/jsstr"
 )
@@ -165,11 +166,11 @@ func levenshtein(a, b string) int {
 const jsSpace = `[\t\n\v\f\r \x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}\x{feff}]`
 
 var (
-	spaceRun     = regexp.MustCompile(jsSpace + `+`)
-	leadingSpace = regexp.MustCompile(`^` + jsSpace + `*`)
+	spaceRun     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(jsSpace + `+`) })
+	leadingSpace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^` + jsSpace + `*`) })
 )
 
-func collapseSpace(s string) string { return jsstr.Trim(spaceRun.ReplaceAllString(s, " ")) }
+func collapseSpace(s string) string { return jsstr.Trim(spaceRun().ReplaceAllString(s, " ")) }
 
 func matchWhitespace(content, find string, yield func(string) bool) {
 	want := collapseSpace(find)
@@ -185,7 +186,7 @@ func matchWhitespace(content, find string, yield func(string) bool) {
 		if !strings.Contains(cl, want) {
 			continue
 		}
-		words := spaceRun.Split(jsstr.Trim(find), -1)
+		words := spaceRun().Split(jsstr.Trim(find), -1)
 		if len(words) == 0 {
 			continue
 		}
@@ -221,7 +222,7 @@ func dedent(s string) string {
 		if jsstr.Trim(l) == "" {
 			continue
 		}
-		n := len(leadingSpace.FindString(l))
+		n := len(leadingSpace().FindString(l))
 		if minIndent < 0 || n < minIndent {
 			minIndent = n
 		}
@@ -249,12 +250,12 @@ func matchIndentation(content, find string, yield func(string) bool) {
 	}
 }
 
-var escapeSeq = regexp.MustCompile("\\\\(n|t|r|'|\"|`|\\\\|\n|\\$)")
+var escapeSeq = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("\\\\(n|t|r|'|\"|`|\\\\|\n|\\$)") })
 
 // unescape turns the escape sequences a model sometimes leaves in
 // oldString into the characters they stand for.
 func unescape(s string) string {
-	return escapeSeq.ReplaceAllStringFunc(s, func(m string) string {
+	return escapeSeq().ReplaceAllStringFunc(s, func(m string) string {
 		switch m[1] {
 		case 'n':
 			return "\n"

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/tidwall/gjson"
@@ -38,9 +39,9 @@ type launcher struct{}
 
 func (launcher) Binary() string { return "openhands-sdk" }
 
-func (launcher) VersionShape() *regexp.Regexp { return versionShape }
+func (launcher) VersionShape() *regexp.Regexp { return versionShape() }
 
-var versionShape = regexp.MustCompile(`(?m)^openhands-sdk \d+\.\d+\.\d+\S*$`)
+var versionShape = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^openhands-sdk \d+\.\d+\.\d+\S*$`) })
 
 func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 
@@ -178,7 +179,7 @@ func (s *staged) Collect() (*launch.Collected, error) {
 		return nil, fmt.Errorf("the runner wrote no events (see logs/openhands-stderr.log)")
 	}
 	idx := func(name string) int {
-		m := eventFileIndex.FindStringSubmatch(filepath.Base(name))
+		m := eventFileIndex().FindStringSubmatch(filepath.Base(name))
 		if m == nil {
 			return -1
 		}
@@ -209,4 +210,4 @@ func (s *staged) Collect() (*launch.Collected, error) {
 }
 
 // eventFileIndex is the SDK's event file name: event-<index>-<event id>.json.
-var eventFileIndex = regexp.MustCompile(`^event-(\d{5,})-[0-9a-fA-F-]{8,}\.json$`)
+var eventFileIndex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^event-(\d{5,})-[0-9a-fA-F-]{8,}\.json$`) })

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -162,13 +163,13 @@ func (s *session) Execute(ctx context.Context, step int, call *trajectory.ToolCa
 	return f, nil
 }
 
-var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+var unsafeName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9._-]+`) })
 
 func (s *session) logPath(step int, call *trajectory.ToolCall) string {
 	if s.env.LogDir == "" {
 		return ""
 	}
-	id := unsafeName.ReplaceAllString(call.ID, "_")
+	id := unsafeName().ReplaceAllString(call.ID, "_")
 	if len(id) > 80 {
 		id = id[:80]
 	}
@@ -272,7 +273,7 @@ func (s *session) mapCommand(cmd string) string {
 
 // exitLegacy matches the result of pi versions that printed only the exit
 // status for a failed command without output.
-var exitLegacy = regexp.MustCompile(`^Command exited with code \d+$`)
+var exitLegacy = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Command exited with code \d+$`) })
 
 // bash runs one command as pi does: `bash -c` in the session cwd, stdout
 // and stderr together, the last 2000 lines / 50 KB kept, the full output
@@ -322,7 +323,7 @@ func (s *session) bash(ctx context.Context, args gjson.Result, logPath, orig str
 		code = 128 + int(res.Signal) // 1.6: the shell's convention (137 for SIGKILL)
 		r.text, r.isError, r.returned = appendStatus(text, "Command exited with code "+strconv.Itoa(code)), true, true
 	case code != 0:
-		if out.text == "" && exitLegacy.MatchString(orig) {
+		if out.text == "" && exitLegacy().MatchString(orig) {
 			r.text = ""
 		}
 		r.text, r.isError = appendStatus(r.text, "Command exited with code "+strconv.Itoa(code)), true

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/tidwall/gjson"
@@ -118,7 +119,7 @@ func imageMime(b []byte) string {
 // content's length in UTF-16 units (JavaScript's string length).
 // writeBytesRe is the write confirmation before 0.85.0, which counted the
 // bytes (UTF-16 code units, in fact) written.
-var writeBytesRe = regexp.MustCompile(`^Successfully wrote \d+ bytes to `)
+var writeBytesRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Successfully wrote \d+ bytes to `) })
 
 // write writes the file; its confirmation follows the recorded one when
 // there is one (orig), else the release's.
@@ -140,7 +141,7 @@ func (s *session) write(args gjson.Result, orig string) result {
 	run.NoteWrite(real)
 	bytesForm := s.sem.writeBytes
 	switch {
-	case writeBytesRe.MatchString(orig):
+	case writeBytesRe().MatchString(orig):
 		bytesForm = true
 	case strings.HasPrefix(orig, "Successfully wrote to "):
 		bytesForm = false

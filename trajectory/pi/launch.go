@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -39,7 +40,7 @@ var builtinTools = []string{"read", "bash", "edit", "write", "grep", "find", "ls
 func (launcher) Binary() string { return "pi" }
 
 // VersionShape is how `--version` prints (0.73.1).
-func (launcher) VersionShape() *regexp.Regexp { return launch.BareVersion }
+func (launcher) VersionShape() *regexp.Regexp { return launch.BareVersion() }
 
 func (launcher) Protocol() bridge.Protocol { return bridge.Chat }
 
@@ -60,7 +61,9 @@ type staged struct {
 	pathPrefix string // a directory with an fd wrapper, when one was needed
 }
 
-var sessionFileRe = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z_(.+)\.jsonl$`)
+var sessionFileRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z_(.+)\.jsonl$`)
+})
 
 func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 	cwd := c.Workspace
@@ -111,7 +114,7 @@ func (launcher) Stage(c *launch.Continuation) (launch.Staged, error) {
 	s.tools = usedTools(c)
 
 	name := filepath.Base(c.Source)
-	if m := sessionFileRe.FindStringSubmatch(name); m == nil || m[1] != s.sid {
+	if m := sessionFileRe().FindStringSubmatch(name); m == nil || m[1] != s.sid {
 		t, err := time.Parse(time.RFC3339Nano, ts)
 		if err != nil {
 			t = time.Now()

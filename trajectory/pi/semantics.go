@@ -192,7 +192,7 @@ func resultEvidence(tool string, content, details gjson.Result, isError bool) ev
 			text = content.Get("0.text").Str
 		}
 		switch {
-		case writeBytesRe.MatchString(text):
+		case writeBytesRe().MatchString(text):
 			e.below(relWriteNoBytes)
 		case strings.HasPrefix(text, "Successfully wrote to "):
 			e.atLeast(relWriteNoBytes)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/tidwall/gjson"
 
@@ -84,7 +85,7 @@ func checkEdit(args gjson.Result) error {
 
 // fullOutputPath is where a truncated bash result says its full output is:
 // a file named at random in the temp directory of that run.
-var fullOutputPath = regexp.MustCompile(`(Full output: )\S*pi-bash-[0-9a-f]+\.log\]`)
+var fullOutputPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(Full output: )\S*pi-bash-[0-9a-f]+\.log\]`) })
 
 // NormalizeObservation masks the run-to-run field of Pi's results: the
 // full-output file a truncated bash result names.
@@ -92,5 +93,5 @@ func (format) NormalizeObservation(content string) string {
 	if !strings.Contains(content, "pi-bash-") {
 		return content
 	}
-	return fullOutputPath.ReplaceAllString(content, "${1}<temp file>]")
+	return fullOutputPath().ReplaceAllString(content, "${1}<temp file>]")
 }
