@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"bufio"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -78,6 +80,15 @@ func NativeFile(agent, subFormat, ext string, stage nativeStage, version string)
 // nativeArtifact writes data as the run's native file of stage and lists
 // it under its role (and, for an OpenCode export, as the session export).
 func (r *run) nativeArtifact(stage nativeStage, ext string, data []byte) (string, error) {
+	return r.nativeArtifactStream(stage, ext, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// nativeArtifactStream is nativeArtifact for a file written by write as a
+// stream; the path holds it only when write succeeds.
+func (r *run) nativeArtifactStream(stage nativeStage, ext string, write func(io.Writer) error) (string, error) {
 	p := r.plan
 	name, format, export := NativeFile(p.Format.Agent(), p.Trajectory.Format, ext, stage, r.agentVersion())
 	dir := filepath.Join(r.outputDir, "native")
@@ -85,7 +96,19 @@ func (r *run) nativeArtifact(stage nativeStage, ext string, data []byte) (string
 		return "", err
 	}
 	path := filepath.Join(dir, name)
-	if err := result.WriteFile(path, data); err != nil {
+	f, err := result.CreateAtomic(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 64<<10)
+	if err := write(bw); err != nil {
+		return "", err
+	}
+	if err := bw.Flush(); err != nil {
+		return "", err
+	}
+	if err := f.Commit(); err != nil {
 		return "", err
 	}
 	role := [3]string{RolePreparedPrefix, RoleReconstructed, RoleContinued}[stage]

@@ -47,7 +47,10 @@ type run struct {
 	// Set by replayPrefix for the continuation.
 	rebuilt []byte
 	summary *Summary
-	prefix  []byte // the native prefix, built before the run's directories
+	prefix  []byte // the native prefix, built before the run's directories (nil when too large to keep)
+	// prefixSum and prefixLen describe the prefix whether kept or not.
+	prefixSum [32]byte
+	prefixLen int64
 	// Continuation state (continue.go).
 	cont     *contState
 	recorded *recorded.Upstream

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -211,14 +212,15 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	if err != nil {
 		return "", err
 	}
-	var sb strings.Builder
-	if err := rp.Rebuild(&sb, src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh); err != nil {
+	// One copy, kept for the continuation, which stages these bytes.
+	var buf bytes.Buffer
+	if err := rp.Rebuild(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh); err != nil {
 		return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), err)
 	}
-	if _, err := r.nativeArtifact(nativeReconstructed, trajectory.RebuildExt(p.Format, p.Trajectory), []byte(sb.String())); err != nil {
+	r.rebuilt = buf.Bytes()
+	if _, err := r.nativeArtifact(nativeReconstructed, trajectory.RebuildExt(p.Format, p.Trajectory), r.rebuilt); err != nil {
 		return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
 	}
-	r.rebuilt = []byte(sb.String())
 	h := sha256.Sum256(r.rebuilt)
 	sum := hex.EncodeToString(h[:])
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"prepared_only": false, "sha256": sum}); err != nil {

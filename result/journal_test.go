@@ -121,6 +121,51 @@ func TestWriteFileIsPrivateAndAtomic(t *testing.T) {
 	}
 }
 
+// A streamed file appears at its path only on Commit, and Abort leaves what
+// the path held before; neither leaves its temp file behind.
+func TestAtomicFileCommitAndAbort(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "prefix.jsonl")
+	if err := os.WriteFile(p, []byte("old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a, err := CreateAtomic(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Write([]byte("half"))
+	if got, _ := os.ReadFile(p); string(got) != "old\n" {
+		t.Fatalf("before Commit the path holds %q", got)
+	}
+	a.Abort()
+	if got, _ := os.ReadFile(p); string(got) != "old\n" {
+		t.Fatalf("after Abort the path holds %q", got)
+	}
+	a, err = CreateAtomic(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		a.Write([]byte("line\n"))
+	}
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	a.Abort() // after Commit: nothing
+	if got, _ := os.ReadFile(p); string(got) != "line\nline\nline\n" {
+		t.Fatalf("after Commit the path holds %q", got)
+	}
+	if err := a.Commit(); err == nil {
+		t.Error("a second Commit succeeded")
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode().Perm())
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("temp files left behind: %v", ents)
+	}
+}
+
 func TestExitCodes(t *testing.T) {
 	want := map[string]int{ConfigurationError: 2, TrajectoryError: 10, UnsupportedAgent: 11, UnsupportedVersion: 11,
 		WorkspaceError: 20, ExecutorError: 30, AmbiguousExecution: 31, ContinuationError: 40, ModelRateLimit: 40, InternalError: 50,

@@ -24,36 +24,72 @@ func WriteJSON(path string, v any) error {
 // WriteFile writes data to path atomically with mode 0600: temp file in the
 // same directory, fsync, rename, fsync of the directory.
 func WriteFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	a, err := CreateAtomic(path)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
+	if _, err := a.Write(data); err != nil {
+		a.Abort()
+		return err
+	}
+	return a.Commit()
+}
+
+// AtomicFile is WriteFile for data that is streamed rather than held in
+// memory: written to a mode-0600 temp file beside its path, it replaces
+// the path on Commit and never exists there half-written.
+type AtomicFile struct {
+	f         *os.File
+	path, tmp string
+	done      bool
+}
+
+// CreateAtomic starts an AtomicFile for path. Every call must end with
+// Commit or Abort; Abort after Commit does nothing, so it can be deferred.
+func CreateAtomic(path string) (*AtomicFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, err
+	}
+	a := &AtomicFile{f: f, path: path, tmp: f.Name()}
 	if err := f.Chmod(0o600); err != nil {
+		a.Abort()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *AtomicFile) Write(p []byte) (int, error) { return a.f.Write(p) }
+
+// Commit syncs the data, renames it onto the path and syncs the directory.
+func (a *AtomicFile) Commit() error {
+	if a.done {
+		return fmt.Errorf("%s: already committed or aborted", a.path)
+	}
+	if err := a.f.Sync(); err != nil {
+		a.Abort()
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := a.f.Close(); err != nil {
+		a.Abort()
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := os.Rename(a.tmp, a.path); err != nil {
+		a.Abort()
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return err
+	a.done = true
+	return syncDir(filepath.Dir(a.path))
+}
+
+// Abort removes the temp file; the path keeps what it held before.
+func (a *AtomicFile) Abort() {
+	if a.done {
+		return
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	ok = true
-	return syncDir(dir)
+	a.done = true
+	a.f.Close()
+	os.Remove(a.tmp)
 }
 
 func syncDir(dir string) error {
