@@ -36,6 +36,7 @@ var (
 // bigClaude repeats a Claude session; copy k's root (its first entry with
 // a null parentUuid: not line 0 in 2.1.x recordings, which open with
 // queue-operation lines) is re-parented onto the last entry of copy k-1.
+// Copy k's uuids end in k, in hex.
 func bigClaude(tb testing.TB, src string, size int64) string {
 	return bigFile(tb, "claude-"+filepath.Base(src), src, size, func(w *bufio.Writer, lines []string, k int, prevLast string) string {
 		last := prevLast
@@ -45,7 +46,8 @@ func bigClaude(tb testing.TB, src string, size int64) string {
 				continue
 			}
 			sid := sessionRe.FindString(l)
-			l = uuidRe.ReplaceAllStringFunc(l, func(u string) string { return fmt.Sprintf("%s-%06d", u[:29], k) })
+			// Still canonical UUIDs, as Claude Code writes them.
+			l = uuidRe.ReplaceAllStringFunc(l, func(u string) string { return fmt.Sprintf("%s%06x", u[:30], k) })
 			l = msgIDRe.ReplaceAllStringFunc(l, func(m string) string { return fmt.Sprintf("%s%06d", m, k) })
 			if sid != "" {
 				l = sessionRe.ReplaceAllString(l, sid)

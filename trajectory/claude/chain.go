@@ -42,7 +42,7 @@ func (d *decoder) build(src io.ReaderAt, limit int) (*trajectory.Trajectory, err
 	d.entryOf = nil
 	t := &trajectory.Trajectory{Agent: AgentName, Format: "session-jsonl"}
 	for _, ei := range chain {
-		e := &d.entries[ei]
+		e := d.entries.at(ei)
 		if e.version != 0 {
 			t.Version = d.versions.list[e.version]
 		}
@@ -85,7 +85,7 @@ func (d *decoder) subagentError() error {
 func (d *decoder) walk() ([]int32, error) {
 	var chain []int32
 	for cur := d.leaf; cur >= 0; {
-		e := &d.entries[cur]
+		e := d.entries.at(cur)
 		if e.flags&flagOnChain != 0 {
 			return nil, trajectory.Errorf(int(e.line), "parentUuid chain loops back to uuid %s", d.ids.name(e.uuid))
 		}
@@ -120,7 +120,7 @@ func (d *decoder) group(chain []int32) ([]act, error) {
 	byMsg := make(map[int32]int)
 	open := false
 	for _, ei := range chain {
-		e := &d.entries[ei]
+		e := d.entries.at(ei)
 		switch e.kind {
 		case kindAssistant:
 			if e.flags&flagSynthetic != 0 {
@@ -134,9 +134,12 @@ func (d *decoder) group(chain []int32) ([]act, error) {
 			}
 			if e.msg >= 0 {
 				if i, ok := byMsg[e.msg]; ok {
+					if d.lean {
+						return nil, trajectory.ErrNeedFull // for the error, which names the message
+					}
 					return nil, trajectory.Errorf(int(e.line),
 						"assistant entry of response %s is separated from the rest of that response (line %d) by other messages",
-						d.msgNames[e.msg], d.entries[acts[i].frags[0]].line)
+						d.msgNames[e.msg], d.entries.at(acts[i].frags[0]).line)
 				}
 				byMsg[e.msg] = len(acts)
 			}
@@ -170,8 +173,8 @@ func (d *decoder) recoverSiblings(acts []act, byMsg map[int32]int) {
 		return
 	}
 	touched := false
-	for i := range d.entries {
-		e := &d.entries[i]
+	for i := int32(0); i < d.entries.len(); i++ {
+		e := d.entries.at(i)
 		if e.flags&(flagOnChain|flagUsed) != 0 {
 			continue
 		}
@@ -184,10 +187,10 @@ func (d *decoder) recoverSiblings(acts []act, byMsg map[int32]int) {
 			}
 		case e.kind == kindUser && e.flags&flagResults != 0 && e.parent >= 0:
 			p := d.entryOf[e.parent]
-			if p < 0 || d.entries[p].kind != kindAssistant || d.entries[p].msg < 0 {
+			if p < 0 || d.entries.at(p).kind != kindAssistant || d.entries.at(p).msg < 0 {
 				continue
 			}
-			if a, ok := byMsg[d.entries[p].msg]; ok {
+			if a, ok := byMsg[d.entries.at(p).msg]; ok {
 				acts[a].results = append(acts[a].results, int32(i))
 				touched = true
 			}
@@ -205,11 +208,14 @@ func (d *decoder) recoverSiblings(acts []act, byMsg map[int32]int) {
 }
 
 func (d *decoder) loc(ei int32) trajectory.Locator {
-	e := &d.entries[ei]
+	e := d.entries.at(ei)
 	return trajectory.Locator{Unit: "line", First: int(e.line), Last: int(e.line), StartByte: e.start, EndByte: e.end}
 }
 
 func (d *decoder) unmatched(e *entry, i int) error {
+	if d.lean {
+		return trajectory.ErrNeedFull // for the error, which names the id
+	}
 	return trajectory.Errorf(int(e.line), "tool_result for tool_use_id %s matches no tool_use on the conversation chain",
 		d.results[int(e.data)+i].toolUseID)
 }
@@ -218,22 +224,26 @@ func (d *decoder) unmatched(e *entry, i int) error {
 // whose calls are not among them are skipped (a lean pass checked them).
 func (d *decoder) materialize(t *trajectory.Trajectory, acts []act, keep int) error {
 	t.Actions = make([]trajectory.Action, keep)
-	calls := make(map[string]callRef)
+	calls := make(map[uint64]callRef)
 	for ai := range acts[:keep] {
 		a := &t.Actions[ai]
 		a.Text, a.Reasoning = d.texts(acts[ai].frags)
 		for _, ei := range acts[ai].frags {
-			e := &d.entries[ei]
+			e := d.entries.at(ei)
 			loc := d.loc(ei)
 			a.Locator = a.Locator.Extend(loc)
 			for _, b := range d.blocks[e.data : e.data+e.ndata] {
 				switch b.kind {
 				case blockToolUse:
-					if prev, dup := calls[b.text]; dup {
+					if prev, dup := calls[b.id]; dup {
+						if d.lean {
+							return trajectory.ErrNeedFull
+						}
 						return trajectory.Errorf(loc.First, "duplicate tool_use id %s (first at line %d)",
 							b.text, t.Actions[prev.act].Calls[prev.call].Locator.First)
 					}
-					calls[b.text] = callRef{ai, len(a.Calls)}
+					calls[b.id] = callRef{ai, len(a.Calls)}
+					// A lean pass's ID is filled in by refill.
 					c := trajectory.ToolCall{ID: b.text, Name: b.name, Arguments: b.input, Locator: loc}
 					if e.cwd != 0 {
 						c.Cwd = d.cwds.list[e.cwd]
@@ -245,10 +255,10 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act, keep int) er
 	}
 	for ai := range acts {
 		for _, ei := range acts[ai].results {
-			e := &d.entries[ei]
+			e := d.entries.at(ei)
 			loc := d.loc(ei)
 			for i, r := range d.results[e.data : e.data+e.ndata] {
-				ref, ok := calls[r.toolUseID]
+				ref, ok := calls[r.id]
 				if !ok && keep < len(acts) {
 					continue
 				}
@@ -257,6 +267,9 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act, keep int) er
 				}
 				c := &t.Actions[ref.act].Calls[ref.call]
 				if c.Observation != nil {
+					if d.lean {
+						return trajectory.ErrNeedFull
+					}
 					return trajectory.Errorf(loc.First, "second tool_result for tool_use_id %s (first at line %d)",
 						r.toolUseID, c.Observation.Locator.First)
 				}
@@ -274,7 +287,7 @@ func (d *decoder) texts(frags []int32) (text, reasoning string) {
 	ts, rs := d.scratch[0][:0], d.scratch[1][:0]
 	defer func() { d.scratch[0], d.scratch[1] = ts, rs }()
 	for _, ei := range frags {
-		e := &d.entries[ei]
+		e := d.entries.at(ei)
 		for _, b := range d.blocks[e.data : e.data+e.ndata] {
 			switch b.kind {
 			case blockText:

@@ -2,6 +2,7 @@ package claude
 
 import (
 	"fmt"
+	"hash/maphash"
 	"io"
 	"slices"
 	"strings"
@@ -59,13 +60,15 @@ const (
 
 type block struct {
 	kind  uint8
-	text  string // text, thinking, or the tool_use id
+	id    uint64 // tool_use: the id's hash (see decoder.hash)
+	text  string // text, thinking, or the tool_use id (not kept by a lean pass)
 	name  string
 	input []byte
 }
 
 type result struct {
-	toolUseID string
+	id        uint64 // the tool_use_id's hash
+	toolUseID string // not kept by a lean pass
 	content   string
 	isError   bool
 }
@@ -74,12 +77,19 @@ type decoder struct {
 	opts    trajectory.Options
 	ids     idTable
 	entryOf []int32 // uuid id -> entry index, -1 when only referenced
-	entries []entry
+	entries entryList
 	blocks  []block
 	results []result
 
-	msgIDs   map[string]int32
-	msgNames []string
+	msgIDs   map[uint64]int32 // by hash
+	msgNames []string         // not kept by a lean pass
+	nmsg     int32
+
+	// seed keys the hashes that stand for message and tool_use ids: a
+	// lean pass keeps no id itself, and a full one pairs by them too. It
+	// is random per decode, so a file cannot be made to collide (two ids
+	// of a file share a 64-bit hash with odds of about n²/2⁶⁵).
+	seed maphash.Seed
 
 	versions strTable
 	sessions strTable
@@ -108,7 +118,8 @@ func newDecoder(opts trajectory.Options) *decoder {
 	d := &decoder{
 		opts:   opts,
 		ids:    newIDTable(),
-		msgIDs: make(map[string]int32),
+		msgIDs: make(map[uint64]int32),
+		seed:   maphash.MakeSeed(),
 		leaf:   -1,
 		names:  make(map[string]string),
 	}
@@ -256,7 +267,7 @@ func (d *decoder) line(l jsonl.Line) error {
 	e.uuid = d.ids.intern(uuid.Str)
 	d.grow(e.uuid)
 	if prev := d.entryOf[e.uuid]; prev >= 0 {
-		return trajectory.Errorf(line, "duplicate uuid %s (first used at line %d)", uuid.Str, d.entries[prev].line)
+		return trajectory.Errorf(line, "duplicate uuid %s (first used at line %d)", uuid.Str, d.entries.at(prev).line)
 	}
 	switch {
 	case parent.Type == gjson.String && parent.Str != "":
@@ -290,11 +301,11 @@ func (d *decoder) line(l jsonl.Line) error {
 	if err != nil {
 		return err
 	}
-	d.entryOf[e.uuid] = int32(len(d.entries))
+	d.entryOf[e.uuid] = d.entries.len()
 	if kind != kindOther {
-		d.leaf = int32(len(d.entries))
+		d.leaf = d.entries.len()
 	}
-	d.entries = append(d.entries, e)
+	d.entries.add(e)
 	return nil
 }
 
@@ -384,8 +395,11 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 			default:
 				in = []byte(input.Raw)
 			}
-			d.blocks = append(d.blocks, block{kind: blockToolUse, text: d.keep(id.Str),
-				name: d.name(name.Str), input: in})
+			b := block{kind: blockToolUse, id: d.hash(id.Str), name: d.name(name.Str), input: in}
+			if !d.lean {
+				b.text = d.keep(id.Str)
+			}
+			d.blocks = append(d.blocks, b)
 		}
 		// redacted_thinking, server_tool_use and other blocks are not
 		// client tool calls and carry no visible text.
@@ -433,9 +447,12 @@ func (d *decoder) user(e *entry, msg gjson.Result) error {
 			err = trajectory.Errorf(int(e.line), "tool_result block has no tool_use_id")
 			return false
 		}
-		r := result{toolUseID: d.keep(id.Str), isError: isErr.Type == gjson.True}
-		if !d.opts.SkipObservationContent && !d.lean {
-			r.content = d.keep(resultText(body))
+		r := result{id: d.hash(id.Str), isError: isErr.Type == gjson.True}
+		if !d.lean {
+			r.toolUseID = d.keep(id.Str)
+			if !d.opts.SkipObservationContent {
+				r.content = d.keep(resultText(body))
+			}
 		}
 		d.results = append(d.results, r)
 		return true
@@ -481,15 +498,21 @@ func (d *decoder) name(s string) string {
 }
 
 func (d *decoder) internMsg(s string) int32 {
-	if id, ok := d.msgIDs[s]; ok {
+	h := d.hash(s)
+	if id, ok := d.msgIDs[h]; ok {
 		return id
 	}
-	id := int32(len(d.msgNames))
-	s = d.keep(s)
-	d.msgIDs[s] = id
-	d.msgNames = append(d.msgNames, s)
+	id := d.nmsg
+	d.nmsg++
+	d.msgIDs[h] = id
+	if !d.lean {
+		d.msgNames = append(d.msgNames, d.keep(s))
+	}
 	return id
 }
+
+// hash stands for a message or tool_use id.
+func (d *decoder) hash(s string) uint64 { return maphash.String(d.seed, s) }
 
 // idTable interns uuids. Canonical UUIDs are keyed by their 16 bytes, which
 // halves the per-entry cost of the map on large files; anything else (test

@@ -41,13 +41,15 @@ func (d *decoder) prefix(t *trajectory.Trajectory, acts []act, src io.ReaderAt, 
 	return t, nil
 }
 
-// pairLean pairs every result with its call, with the checks (and errors)
-// of materialize but without building actions, and returns how many acts
-// the prefix keeps: all of them when step limit is not reached.
+// pairLean pairs every result with its call, with the checks of
+// materialize but without building actions, and returns how many acts the
+// prefix keeps: all of them when step limit is not reached. The lean pass
+// kept no ids, only their hashes, so a check that fails asks for the full
+// decode, whose error names them.
 func (d *decoder) pairLean(acts []act, limit int) (int, error) {
 	type leanCall struct{ act, line, result int32 }
 	var lc []leanCall
-	calls := make(map[string]int32)
+	calls := make(map[uint64]int32)
 	type span struct {
 		first, last int32 // lines, as Locator.Extend compares them
 		start, end  int64
@@ -62,16 +64,16 @@ func (d *decoder) pairLean(acts []act, limit int) (int, error) {
 	}
 	for ai := range acts {
 		for _, ei := range acts[ai].frags {
-			e := &d.entries[ei]
+			e := d.entries.at(ei)
 			extend(&spans[ai], e)
 			for _, b := range d.blocks[e.data : e.data+e.ndata] {
 				if b.kind != blockToolUse {
 					continue
 				}
-				if prev, dup := calls[b.text]; dup {
-					return 0, trajectory.Errorf(int(e.line), "duplicate tool_use id %s (first at line %d)", b.text, lc[prev].line)
+				if _, dup := calls[b.id]; dup {
+					return 0, trajectory.ErrNeedFull
 				}
-				calls[b.text] = int32(len(lc))
+				calls[b.id] = int32(len(lc))
 				lc = append(lc, leanCall{act: int32(ai), line: e.line})
 				spans[ai].calls++
 			}
@@ -79,15 +81,15 @@ func (d *decoder) pairLean(acts []act, limit int) (int, error) {
 	}
 	for ai := range acts {
 		for _, ei := range acts[ai].results {
-			e := &d.entries[ei]
+			e := d.entries.at(ei)
 			for i, r := range d.results[e.data : e.data+e.ndata] {
-				ci, ok := calls[r.toolUseID]
+				ci, ok := calls[r.id]
 				if !ok {
 					return 0, d.unmatched(e, i)
 				}
 				c := &lc[ci]
 				if c.result != 0 {
-					return 0, trajectory.Errorf(int(e.line), "second tool_result for tool_use_id %s (first at line %d)", r.toolUseID, c.result)
+					return 0, trajectory.ErrNeedFull
 				}
 				c.result = e.line
 				spans[c.act].done++
@@ -117,9 +119,19 @@ func (d *decoder) pairLean(acts []act, limit int) (int, error) {
 // unless the options skip them, its results' content.
 func (d *decoder) refill(a *trajectory.Action, frags []int32, src io.ReaderAt) error {
 	var texts, thoughts []string
+	// The hashes of the calls' ids, in the order materialize made the calls.
+	var ids []uint64
+	for _, ei := range frags {
+		e := d.entries.at(ei)
+		for _, b := range d.blocks[e.data : e.data+e.ndata] {
+			if b.kind == blockToolUse {
+				ids = append(ids, b.id)
+			}
+		}
+	}
 	k := 0
 	for _, ei := range frags {
-		e := &d.entries[ei]
+		e := d.entries.at(ei)
 		line, err := readAt(src, e.start, e.end)
 		if err != nil {
 			return err
@@ -138,10 +150,10 @@ func (d *decoder) refill(a *trajectory.Action, frags []int32, src io.ReaderAt) e
 			case blockThinking:
 				thoughts = append(thoughts, b.text)
 			case blockToolUse:
-				if k >= len(a.Calls) || a.Calls[k].ID != b.text {
+				if k >= len(a.Calls) || k >= len(ids) || d.hash(b.text) != ids[k] {
 					return changed(int(e.line))
 				}
-				a.Calls[k].Arguments = b.input
+				a.Calls[k].ID, a.Calls[k].Arguments = b.text, b.input
 				k++
 			}
 		}
