@@ -142,17 +142,18 @@ func (d *decoder) refill(a *trajectory.Action, frags []int32, rr *rereader) erro
 		if err := sub.assistant(&se, f.msg, f.apiErr); err != nil {
 			return changed(int(e.line))
 		}
-		for _, b := range sub.blocks {
+		for i, b := range sub.blocks {
+			body := &sub.bodies[i]
 			switch b.kind {
 			case blockText:
-				texts = append(texts, b.text)
+				texts = append(texts, body.text)
 			case blockThinking:
-				thoughts = append(thoughts, b.text)
+				thoughts = append(thoughts, body.text)
 			case blockToolUse:
-				if k >= len(a.Calls) || k >= len(ids) || d.hash(b.text) != ids[k] {
+				if k >= len(a.Calls) || k >= len(ids) || d.hash(body.text) != ids[k] {
 					return changed(int(e.line))
 				}
-				a.Calls[k].ID, a.Calls[k].Arguments = b.text, b.input
+				a.Calls[k].ID, a.Calls[k].Arguments = body.text, body.input
 				k++
 			}
 		}
@@ -179,7 +180,7 @@ func (d *decoder) refill(a *trajectory.Action, frags []int32, rr *rereader) erro
 			return changed(l.First)
 		}
 		found := false
-		for _, r := range sub.results {
+		for _, r := range sub.rbodies {
 			if r.toolUseID == c.ID {
 				c.Observation.Content, found = r.content, true
 				break
@@ -215,9 +216,10 @@ func (rr *rereader) read(start, end int64) (*decoder, []byte, error) {
 		return nil, nil, fmt.Errorf("claude: reading bytes %d-%d again: %w", start, end, err)
 	}
 	sub := rr.sub
-	clear(sub.blocks)
-	clear(sub.results)
-	sub.blocks, sub.results = sub.blocks[:0], sub.results[:0]
+	clear(sub.bodies)
+	clear(sub.rbodies)
+	sub.blocks, sub.bodies = sub.blocks[:0], sub.bodies[:0]
+	sub.results, sub.rbodies = sub.results[:0], sub.rbodies[:0]
 	sub.buf = line
 	return sub, line, nil
 }
