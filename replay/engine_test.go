@@ -3,6 +3,8 @@ package replay
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,6 +156,11 @@ func TestReplayOnlyComparesAndRebuilds(t *testing.T) {
 	rebuilt, _ := os.ReadFile(filepath.Join(out, "native", "reconstructed-trajectory.jsonl"))
 	if got := string(rebuilt); got != "{\"id\":\"c1\",\"obs\":\"hello\\n\"}\n{\"id\":\"c2\",\"obs\":\"fresh\\n\"}\n" {
 		t.Errorf("rebuilt session:\n%s", got)
+	}
+	// Streamed to its file, the session is hashed on the way.
+	sum256 := sha256.Sum256(rebuilt)
+	if raw, _ := os.ReadFile(filepath.Join(out, "replay-events.jsonl")); !strings.Contains(string(raw), `"prepared_only":false,"sha256":"`+hex.EncodeToString(sum256[:])+`"`) {
+		t.Errorf("session_rebuilt does not carry the rebuilt file's sha256 %x", sum256)
 	}
 	events := readEvents(t, filepath.Join(out, "replay-events.jsonl"))
 	wantEv := []string{"run_started", "plan_validated", "tool_started", "tool_finished", "tool_started", "tool_finished", "session_rebuilt", "run_finished"}

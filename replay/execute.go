@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,17 +213,39 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	if err != nil {
 		return "", err
 	}
-	// One copy, kept for the continuation, which stages these bytes.
-	var buf bytes.Buffer
-	if err := rp.Rebuild(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh); err != nil {
-		return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), err)
+	ext := trajectory.RebuildExt(p.Format, p.Trajectory)
+	h := sha256.New()
+	if r.req.Mode == Continue {
+		// One copy, kept for the continuation, which stages these bytes.
+		var buf bytes.Buffer
+		if err := rp.Rebuild(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh); err != nil {
+			return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), err)
+		}
+		r.rebuilt = buf.Bytes()
+		h.Write(r.rebuilt)
+		if _, err := r.nativeArtifact(nativeReconstructed, ext, r.rebuilt); err != nil {
+			return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
+		}
+	} else {
+		// Only the file and its hash are needed: streamed, a late step's
+		// session is never held whole.
+		var rebuildErr error
+		var out *recordingWriter
+		_, err := r.nativeArtifactStream(nativeReconstructed, ext, func(w io.Writer) error {
+			out = &recordingWriter{w: w}
+			rebuildErr = rp.Rebuild(io.MultiWriter(out, h), src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh)
+			return rebuildErr
+		})
+		switch {
+		case out != nil && out.err != nil:
+			return "", fail(result.WorkspaceError, "reconstructed session: %v", out.err)
+		case rebuildErr != nil:
+			return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), rebuildErr)
+		case err != nil:
+			return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
+		}
 	}
-	r.rebuilt = buf.Bytes()
-	if _, err := r.nativeArtifact(nativeReconstructed, trajectory.RebuildExt(p.Format, p.Trajectory), r.rebuilt); err != nil {
-		return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
-	}
-	h := sha256.Sum256(r.rebuilt)
-	sum := hex.EncodeToString(h[:])
+	sum := hex.EncodeToString(h.Sum(nil))
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"prepared_only": false, "sha256": sum}); err != nil {
 		return "", journalErr(err)
 	}
@@ -232,6 +255,21 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 		}
 	}
 	return sum, nil
+}
+
+// recordingWriter keeps the first error of the writer it wraps, so a full
+// disk is told from a failed rebuild.
+type recordingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (rw *recordingWriter) Write(p []byte) (int, error) {
+	n, err := rw.w.Write(p)
+	if err != nil && rw.err == nil {
+		rw.err = err
+	}
+	return n, err
 }
 
 func (r *run) writeJSONArtifact(name, role, format string, v any) error {

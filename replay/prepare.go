@@ -50,7 +50,7 @@ func (r *run) buildPrefix() error {
 
 // prefixInMemory is the largest prepared prefix buildPrefix keeps for
 // writePlan; a larger one is written twice rather than held.
-var prefixInMemory = 8 << 20 // a variable for the tests
+var prefixInMemory = 1 << 20 // a variable for the tests
 
 // prefixSpool hashes and counts what WritePrefix writes and keeps it while
 // it fits under limit (no limit when negative).

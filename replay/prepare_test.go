@@ -14,7 +14,7 @@ import (
 	"github.com/pvisor/pvisor/result"
 )
 
-// A prefix too large to keep between planning and writing is made again
+// A prefix too large to keep between planning and writing (over 1 MiB) is made again
 // from the source once the output dir exists: the file and the hash the
 // journal records are those of the prefix kept in memory.
 func TestLargePrefixWrittenFromSource(t *testing.T) {

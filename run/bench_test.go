@@ -87,19 +87,7 @@ func BenchmarkIsolationOverhead(b *testing.B) {
 		b.Skipf("no memory cgroup: %v", err)
 	}
 	defer cg.Close()
-	var sessions []*Session
-	for _, iso := range []Isolation{{}, {Enabled: true, DataLimit: 8 << 30}, {Enabled: true, DataLimit: 8 << 30, NoNetwork: true}, {Enabled: true, Memory: cg}} {
-		r, err := NewRunner(Options{Env: testEnv, TempDir: b.TempDir(), Isolation: iso})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		s, err := r.NewSession(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sessions = append(sessions, s)
-	}
+	sessions := benchSessions(b, dir, []Isolation{{}, {Enabled: true, DataLimit: 8 << 30}, {Enabled: true, DataLimit: 8 << 30, NoNetwork: true}, {Enabled: true, Memory: cg}})
 	times := make([][]time.Duration, len(sessions))
 	for b.Loop() {
 		for i, s := range sessions {
@@ -137,19 +125,7 @@ func BenchmarkIsolationCPU(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
 	isos := []Isolation{{}, {Enabled: true, DataLimit: 8 << 30}, {Enabled: true, DataLimit: 8 << 30, NoNetwork: true, WriteRoots: WriteRootsFor(dir)}}
-	var sessions []*Session
-	for _, iso := range isos {
-		r, err := NewRunner(Options{Env: testEnv, TempDir: b.TempDir(), Isolation: iso})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer r.Close()
-		s, err := r.NewSession(dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sessions = append(sessions, s)
-	}
+	sessions := benchSessions(b, dir, isos)
 	cpu := make([]time.Duration, len(sessions))
 	for b.Loop() {
 		for i, s := range sessions {
@@ -167,6 +143,25 @@ func BenchmarkIsolationCPU(b *testing.B) {
 	b.ReportMetric(ms(cpu[2]), "isolated-nonet-landlock-cpu-ms")
 	b.ReportMetric(ms(cpu[1]-cpu[0]), "isolation-cpu-over-plain-ms")
 	b.ReportMetric(ms(cpu[2]-cpu[0]), "nonet-landlock-cpu-over-plain-ms")
+}
+
+// benchSessions opens a session in dir for each isolation, closed with
+// the benchmark.
+func benchSessions(b *testing.B, dir string, isos []Isolation) []*Session {
+	var sessions []*Session
+	for _, iso := range isos {
+		r, err := NewRunner(Options{Env: testEnv, TempDir: b.TempDir(), Isolation: iso})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.Close() })
+		s, err := r.NewSession(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sessions = append(sessions, s)
+	}
+	return sessions
 }
 
 func selfAndChildrenCPU(b *testing.B) time.Duration {

@@ -217,7 +217,7 @@ func (d *decoder) unmatched(e *entry, i int) error {
 		return trajectory.ErrNeedFull // for the error, which names the id
 	}
 	return trajectory.Errorf(int(e.line), "tool_result for tool_use_id %s matches no tool_use on the conversation chain",
-		d.results[int(e.data)+i].toolUseID)
+		d.rbodies[int(e.data)+i].toolUseID)
 }
 
 // materialize builds the first keep acts' actions; results of later acts
@@ -232,7 +232,8 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act, keep int) er
 			e := d.entries.at(ei)
 			loc := d.loc(ei)
 			a.Locator = a.Locator.Extend(loc)
-			for _, b := range d.blocks[e.data : e.data+e.ndata] {
+			for bi := e.data; bi < e.data+e.ndata; bi++ {
+				b := &d.blocks[bi]
 				switch b.kind {
 				case blockToolUse:
 					if prev, dup := calls[b.id]; dup {
@@ -240,11 +241,13 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act, keep int) er
 							return trajectory.ErrNeedFull
 						}
 						return trajectory.Errorf(loc.First, "duplicate tool_use id %s (first at line %d)",
-							b.text, t.Actions[prev.act].Calls[prev.call].Locator.First)
+							d.bodies[bi].text, t.Actions[prev.act].Calls[prev.call].Locator.First)
 					}
 					calls[b.id] = callRef{ai, len(a.Calls)}
-					// A lean pass's ID is filled in by refill.
-					c := trajectory.ToolCall{ID: b.text, Name: b.name, Arguments: b.input, Locator: loc}
+					c := trajectory.ToolCall{Name: d.toolNames[b.name], Locator: loc}
+					if !d.lean { // else refill reads them again
+						c.ID, c.Arguments = d.bodies[bi].text, d.bodies[bi].input
+					}
 					if e.cwd != 0 {
 						c.Cwd = d.cwds.list[e.cwd]
 					}
@@ -257,13 +260,14 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act, keep int) er
 		for _, ei := range acts[ai].results {
 			e := d.entries.at(ei)
 			loc := d.loc(ei)
-			for i, r := range d.results[e.data : e.data+e.ndata] {
+			for i := range e.ndata {
+				r := &d.results[e.data+i]
 				ref, ok := calls[r.id]
 				if !ok && keep < len(acts) {
 					continue
 				}
 				if !ok {
-					return d.unmatched(e, i)
+					return d.unmatched(e, int(i))
 				}
 				c := &t.Actions[ref.act].Calls[ref.call]
 				if c.Observation != nil {
@@ -271,9 +275,12 @@ func (d *decoder) materialize(t *trajectory.Trajectory, acts []act, keep int) er
 						return trajectory.ErrNeedFull
 					}
 					return trajectory.Errorf(loc.First, "second tool_result for tool_use_id %s (first at line %d)",
-						r.toolUseID, c.Observation.Locator.First)
+						d.rbodies[e.data+i].toolUseID, c.Observation.Locator.First)
 				}
-				c.Observation = &trajectory.Observation{Content: r.content, IsError: r.isError, Locator: loc}
+				c.Observation = &trajectory.Observation{IsError: r.isError, Locator: loc}
+				if !d.lean {
+					c.Observation.Content = d.rbodies[e.data+i].content
+				}
 				owner := &t.Actions[ref.act]
 				owner.Locator = owner.Locator.Extend(loc)
 			}
@@ -288,12 +295,15 @@ func (d *decoder) texts(frags []int32) (text, reasoning string) {
 	defer func() { d.scratch[0], d.scratch[1] = ts, rs }()
 	for _, ei := range frags {
 		e := d.entries.at(ei)
-		for _, b := range d.blocks[e.data : e.data+e.ndata] {
-			switch b.kind {
+		if d.lean {
+			break // refill reads them again
+		}
+		for bi := e.data; bi < e.data+e.ndata; bi++ {
+			switch d.blocks[bi].kind {
 			case blockText:
-				ts = append(ts, b.text)
+				ts = append(ts, d.bodies[bi].text)
 			case blockThinking:
-				rs = append(rs, b.text)
+				rs = append(rs, d.bodies[bi].text)
 			}
 		}
 	}

@@ -58,19 +58,30 @@ const (
 	blockToolUse
 )
 
+// block is what every pass keeps of a content block, 16 bytes: a large
+// session has hundreds of thousands. What only a full decode keeps is in
+// the blockBody of the same index.
 type block struct {
-	kind  uint8
-	id    uint64 // tool_use: the id's hash (see decoder.hash)
-	text  string // text, thinking, or the tool_use id (not kept by a lean pass)
-	name  string
+	id   uint64 // tool_use: the id's hash (see decoder.hash)
+	name uint32 // tool_use: index into decoder.toolNames
+	kind uint8
+}
+
+type blockBody struct {
+	text  string // text, thinking, or the tool_use id
 	input []byte
 }
 
+// result is what every pass keeps of a tool_result; resultBody, of the
+// same index, what only a full decode keeps.
 type result struct {
-	id        uint64 // the tool_use_id's hash
-	toolUseID string // not kept by a lean pass
+	id      uint64 // the tool_use_id's hash
+	isError bool
+}
+
+type resultBody struct {
+	toolUseID string
 	content   string
-	isError   bool
 }
 
 type decoder struct {
@@ -79,7 +90,9 @@ type decoder struct {
 	entryOf []int32 // uuid id -> entry index, -1 when only referenced
 	entries entryList
 	blocks  []block
+	bodies  []blockBody // of blocks, not kept by a lean pass
 	results []result
+	rbodies []resultBody // of results, not kept by a lean pass
 
 	msgIDs   map[uint64]int32 // by hash
 	msgNames []string         // not kept by a lean pass
@@ -108,8 +121,9 @@ type decoder struct {
 	// lean (DecodePrefix) keeps no text or thinking blocks, tool input or
 	// result content: which entries form the prefix is known only at the end, and
 	// those are read again then (see prefix.go).
-	lean  bool
-	names map[string]string // tool names, interned
+	lean      bool
+	names     map[string]uint32 // tool names, interned
+	toolNames []string
 
 	scratch [2][]string // texts' buffers
 }
@@ -121,7 +135,7 @@ func newDecoder(opts trajectory.Options) *decoder {
 		msgIDs: make(map[uint64]int32),
 		seed:   maphash.MakeSeed(),
 		leaf:   -1,
-		names:  make(map[string]string),
+		names:  make(map[string]uint32),
 	}
 	d.versions.init()
 	d.sessions.init()
@@ -344,7 +358,7 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 	}
 	e.data = int32(len(d.blocks))
 	if content.Type == gjson.String && !d.lean {
-		d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(content.Str)})
+		d.addBlock(block{kind: blockText}, blockBody{text: d.keep(content.Str)})
 	}
 	var err error
 	rawjson.Each(content, func(_, b gjson.Result) bool {
@@ -372,11 +386,11 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 		switch typ.Str {
 		case "text":
 			if !d.lean {
-				d.blocks = append(d.blocks, block{kind: blockText, text: d.keep(text.Str)})
+				d.addBlock(block{kind: blockText}, blockBody{text: d.keep(text.Str)})
 			}
 		case "thinking":
 			if !d.lean {
-				d.blocks = append(d.blocks, block{kind: blockThinking, text: d.keep(thinking.Str)})
+				d.addBlock(block{kind: blockThinking}, blockBody{text: d.keep(thinking.Str)})
 			}
 		case "tool_use":
 			if id.Type != gjson.String || id.Str == "" {
@@ -395,11 +409,11 @@ func (d *decoder) assistant(e *entry, msg gjson.Result, apiErr bool) error {
 			default:
 				in = []byte(input.Raw)
 			}
-			b := block{kind: blockToolUse, id: d.hash(id.Str), name: d.name(name.Str), input: in}
+			var body blockBody
 			if !d.lean {
-				b.text = d.keep(id.Str)
+				body = blockBody{text: d.keep(id.Str), input: in}
 			}
-			d.blocks = append(d.blocks, b)
+			d.addBlock(block{kind: blockToolUse, id: d.hash(id.Str), name: d.name(name.Str)}, body)
 		}
 		// redacted_thinking, server_tool_use and other blocks are not
 		// client tool calls and carry no visible text.
@@ -447,14 +461,14 @@ func (d *decoder) user(e *entry, msg gjson.Result) error {
 			err = trajectory.Errorf(int(e.line), "tool_result block has no tool_use_id")
 			return false
 		}
-		r := result{id: d.hash(id.Str), isError: isErr.Type == gjson.True}
+		d.results = append(d.results, result{id: d.hash(id.Str), isError: isErr.Type == gjson.True})
 		if !d.lean {
-			r.toolUseID = d.keep(id.Str)
+			rb := resultBody{toolUseID: d.keep(id.Str)}
 			if !d.opts.SkipObservationContent {
-				r.content = d.keep(resultText(body))
+				rb.content = d.keep(resultText(body))
 			}
+			d.rbodies = append(d.rbodies, rb)
 		}
-		d.results = append(d.results, r)
 		return true
 	})
 	e.ndata = int32(len(d.results)) - e.data
@@ -488,13 +502,23 @@ func resultText(c gjson.Result) string {
 }
 
 // name interns a tool name: a session uses a handful, thousands of times.
-func (d *decoder) name(s string) string {
+func (d *decoder) name(s string) uint32 {
 	if n, ok := d.names[s]; ok {
 		return n
 	}
-	n := strings.Clone(s)
-	d.names[n] = n
+	n := uint32(len(d.toolNames))
+	s = strings.Clone(s)
+	d.names[s] = n
+	d.toolNames = append(d.toolNames, s)
 	return n
+}
+
+// addBlock appends b, and its body unless the pass is lean.
+func (d *decoder) addBlock(b block, body blockBody) {
+	d.blocks = append(d.blocks, b)
+	if !d.lean {
+		d.bodies = append(d.bodies, body)
+	}
 }
 
 func (d *decoder) internMsg(s string) int32 {

@@ -30,8 +30,9 @@ func (d *decoder) prefix(t *trajectory.Trajectory, acts []act, src io.ReaderAt, 
 		return nil, err
 	}
 	t.NumberSteps()
+	rr := &rereader{src: src, sub: newDecoder(d.opts)}
 	for ai := range t.Actions {
-		if err := d.refill(&t.Actions[ai], acts[ai].frags, src); err != nil {
+		if err := d.refill(&t.Actions[ai], acts[ai].frags, rr); err != nil {
 			return nil, err
 		}
 	}
@@ -117,7 +118,7 @@ func (d *decoder) pairLean(acts []act, limit int) (int, error) {
 
 // refill reads a's entries again for its text, reasoning, call inputs and,
 // unless the options skip them, its results' content.
-func (d *decoder) refill(a *trajectory.Action, frags []int32, src io.ReaderAt) error {
+func (d *decoder) refill(a *trajectory.Action, frags []int32, rr *rereader) error {
 	var texts, thoughts []string
 	// The hashes of the calls' ids, in the order materialize made the calls.
 	var ids []uint64
@@ -132,28 +133,27 @@ func (d *decoder) refill(a *trajectory.Action, frags []int32, src io.ReaderAt) e
 	k := 0
 	for _, ei := range frags {
 		e := d.entries.at(ei)
-		line, err := readAt(src, e.start, e.end)
+		sub, line, err := rr.read(e.start, e.end)
 		if err != nil {
 			return err
 		}
-		sub := newDecoder(d.opts)
-		sub.buf = line
 		f := sub.scan(unsafe.String(unsafe.SliceData(line), len(line)))
 		var se entry
 		if err := sub.assistant(&se, f.msg, f.apiErr); err != nil {
 			return changed(int(e.line))
 		}
-		for _, b := range sub.blocks {
+		for i, b := range sub.blocks {
+			body := &sub.bodies[i]
 			switch b.kind {
 			case blockText:
-				texts = append(texts, b.text)
+				texts = append(texts, body.text)
 			case blockThinking:
-				thoughts = append(thoughts, b.text)
+				thoughts = append(thoughts, body.text)
 			case blockToolUse:
-				if k >= len(a.Calls) || k >= len(ids) || d.hash(b.text) != ids[k] {
+				if k >= len(a.Calls) || k >= len(ids) || d.hash(body.text) != ids[k] {
 					return changed(int(e.line))
 				}
-				a.Calls[k].ID, a.Calls[k].Arguments = b.text, b.input
+				a.Calls[k].ID, a.Calls[k].Arguments = body.text, body.input
 				k++
 			}
 		}
@@ -171,18 +171,16 @@ func (d *decoder) refill(a *trajectory.Action, frags []int32, src io.ReaderAt) e
 			continue
 		}
 		l := c.Observation.Locator
-		line, err := readAt(src, l.StartByte, l.EndByte)
+		sub, line, err := rr.read(l.StartByte, l.EndByte)
 		if err != nil {
 			return err
 		}
-		sub := newDecoder(d.opts)
-		sub.buf = line
 		var se entry
 		if err := sub.user(&se, sub.scan(unsafe.String(unsafe.SliceData(line), len(line))).msg); err != nil {
 			return changed(l.First)
 		}
 		found := false
-		for _, r := range sub.results {
+		for _, r := range sub.rbodies {
 			if r.toolUseID == c.ID {
 				c.Observation.Content, found = r.content, true
 				break
@@ -195,12 +193,35 @@ func (d *decoder) refill(a *trajectory.Action, frags []int32, src io.ReaderAt) e
 	return nil
 }
 
-func readAt(src io.ReaderAt, start, end int64) ([]byte, error) {
-	b := make([]byte, end-start)
-	if _, err := src.ReadAt(b, start); err != nil {
-		return nil, fmt.Errorf("claude: reading bytes %d-%d again: %w", start, end, err)
+// rereader reads lines of the file again into one buffer, for one
+// decoder that is emptied before each: at a late step of a large session
+// refill reads thousands of lines, and a buffer and a decoder apiece were
+// most of what the prefix allocated. What the decoder keeps of a line is
+// copied out of it (decoder.keep), so the buffer can be reused.
+type rereader struct {
+	src io.ReaderAt
+	sub *decoder
+	buf []byte
+}
+
+// read returns the emptied decoder, set up for the line at start-end,
+// and the line.
+func (rr *rereader) read(start, end int64) (*decoder, []byte, error) {
+	n := int(end - start)
+	if cap(rr.buf) < n {
+		rr.buf = make([]byte, n)
 	}
-	return b, nil
+	line := rr.buf[:n]
+	if _, err := rr.src.ReadAt(line, start); err != nil {
+		return nil, nil, fmt.Errorf("claude: reading bytes %d-%d again: %w", start, end, err)
+	}
+	sub := rr.sub
+	clear(sub.bodies)
+	clear(sub.rbodies)
+	sub.blocks, sub.bodies = sub.blocks[:0], sub.bodies[:0]
+	sub.results, sub.rbodies = sub.results[:0], sub.rbodies[:0]
+	sub.buf = line
+	return sub, line, nil
 }
 
 func changed(line int) error {

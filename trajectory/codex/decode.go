@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/pvisor/pvisor/trajectory"
+	"github.com/pvisor/pvisor/trajectory/internal/hashset"
 	"github.com/pvisor/pvisor/trajectory/jsonl"
 )
 
@@ -64,7 +65,7 @@ type decoder struct {
 	// their calls stay in dropped, hashed, so a repeated id or a late
 	// output is still noticed (and decided by a full decode).
 	cut     trajectory.Cutter
-	dropped map[uint64]struct{}
+	dropped hashset.Set
 	seed    maphash.Seed
 }
 
@@ -90,7 +91,7 @@ func decode(r io.Reader, opts trajectory.Options, limit int) (*trajectory.Trajec
 		cut:   trajectory.Cutter{Limit: limit},
 	}
 	if limit > 0 {
-		d.dropped, d.seed = map[uint64]struct{}{}, maphash.MakeSeed()
+		d.seed = maphash.MakeSeed()
 	}
 	jr := jsonl.NewReader(r)
 	for jr.Next() {
@@ -265,17 +266,16 @@ func (d *decoder) sessionMeta(l jsonl.Line, p rec, first bool) error {
 func (d *decoder) drop(a *trajectory.Action) {
 	for i := range a.Calls {
 		delete(d.calls, a.Calls[i].ID)
-		d.dropped[maphash.String(d.seed, a.Calls[i].ID)] = struct{}{}
+		d.dropped.Add(maphash.String(d.seed, a.Calls[i].ID))
 	}
 }
 
 // wasDropped reports whether id may be the id of a dropped call.
 func (d *decoder) wasDropped(id string) bool {
-	if len(d.dropped) == 0 {
+	if d.cut.Limit <= 0 {
 		return false
 	}
-	_, ok := d.dropped[maphash.String(d.seed, id)]
-	return ok
+	return d.dropped.Has(maphash.String(d.seed, id))
 }
 
 func lineLoc(l jsonl.Line) trajectory.Locator {
