@@ -213,37 +213,32 @@ func (r *run) rebuild(rp trajectory.Replayer, fresh map[string]trajectory.Fresh)
 	if err != nil {
 		return "", err
 	}
-	ext := trajectory.RebuildExt(p.Format, p.Trajectory)
+	// Streamed to its file and hashed on the way, so a late step's session
+	// is held only by a continuation, which stages these bytes.
 	h := sha256.New()
+	sinks := []io.Writer{h}
+	var keep *bytes.Buffer
 	if r.req.Mode == Continue {
-		// One copy, kept for the continuation, which stages these bytes.
-		var buf bytes.Buffer
-		if err := rp.Rebuild(&buf, src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh); err != nil {
-			return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), err)
-		}
-		r.rebuilt = buf.Bytes()
-		h.Write(r.rebuilt)
-		if _, err := r.nativeArtifact(nativeReconstructed, ext, r.rebuilt); err != nil {
-			return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
-		}
-	} else {
-		// Only the file and its hash are needed: streamed, a late step's
-		// session is never held whole.
-		var rebuildErr error
-		var out *recordingWriter
-		_, err := r.nativeArtifactStream(nativeReconstructed, ext, func(w io.Writer) error {
-			out = &recordingWriter{w: w}
-			rebuildErr = rp.Rebuild(io.MultiWriter(out, h), src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh)
-			return rebuildErr
-		})
-		switch {
-		case out != nil && out.err != nil:
-			return "", fail(result.WorkspaceError, "reconstructed session: %v", out.err)
-		case rebuildErr != nil:
-			return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), rebuildErr)
-		case err != nil:
-			return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
-		}
+		keep = new(bytes.Buffer)
+		sinks = append(sinks, keep)
+	}
+	out := &recordingWriter{}
+	var rebuildErr error
+	_, err = r.nativeArtifactStream(nativeReconstructed, trajectory.RebuildExt(p.Format, p.Trajectory), func(w io.Writer) error {
+		out.w = w
+		rebuildErr = rp.Rebuild(io.MultiWriter(append(sinks, out)...), src, p.SourceSize, p.Trajectory, r.req.AfterStep, fresh)
+		return rebuildErr
+	})
+	switch {
+	case out.err != nil:
+		return "", fail(result.WorkspaceError, "reconstructed session: %v", out.err)
+	case rebuildErr != nil:
+		return "", fail(result.InternalError, "rebuilding the %s session: %v", p.Format.Agent(), rebuildErr)
+	case err != nil:
+		return "", fail(result.WorkspaceError, "reconstructed session: %v", err)
+	}
+	if keep != nil {
+		r.rebuilt = keep.Bytes()
 	}
 	sum := hex.EncodeToString(h.Sum(nil))
 	if err := r.journal.Append(result.EventSessionRebuilt, map[string]any{"prepared_only": false, "sha256": sum}); err != nil {
