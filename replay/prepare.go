@@ -3,7 +3,7 @@ package replay
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
+	"errors"
 	"hash"
 	"io"
 	"path/filepath"
@@ -103,7 +103,7 @@ func (r *run) writePrefix() error {
 			return err
 		}
 		if sp.n != r.prefixLen || sp.sum() != r.prefixSum {
-			return fmt.Errorf("the prefix came out different the second time (%d bytes, then %d): was %s changed while pvisor read it?", r.prefixLen, sp.n, r.req.Trajectory)
+			return fail(result.TrajectoryError, "trajectory %s: the prefix came out different the second time (%d bytes, then %d): it was changed while pvisor read it; leave it alone until pvisor ends (or replay a copy)", r.req.Trajectory, r.prefixLen, sp.n)
 		}
 		return nil
 	})
@@ -120,6 +120,10 @@ func (r *run) writePlan() error {
 	r.artifact(RolePlan, FormatPlan, manifest)
 
 	if err := r.writePrefix(); err != nil {
+		var f *Failure
+		if errors.As(err, &f) {
+			return f // the trajectory's fault (changed meanwhile), not the output dir's
+		}
 		return fail(result.WorkspaceError, "prepared prefix: %v", err)
 	}
 	if r.req.Mode == PrepareOnly {

@@ -99,6 +99,9 @@ func TestLargePrefixChangedBetweenPasses(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "came out different the second time") {
 		t.Fatalf("writePlan: %v, want the prefix refused", err)
 	}
+	if f, ok := err.(*Failure); !ok || f.Category != result.TrajectoryError {
+		t.Errorf("writePlan: %#v, want a trajectory_error (the file's fault, not the output dir's)", err)
+	}
 	if ents, _ := os.ReadDir(filepath.Join(dir, "out", "c", "native")); len(ents) != 0 {
 		t.Errorf("left in native/: %v", ents)
 	}
