@@ -418,10 +418,10 @@ func (s *Server) forward(ctx context.Context, w *statusWriter, req *Request, ex 
 	copyResponseHeaders(w.Header(), res.Header)
 	w.WriteHeader(res.StatusCode)
 	var readErr error
+	var usage *usageTap
 	writeErr := flushHeaders(w)
 	if writeErr == nil {
 		var tap io.Writer
-		var usage *usageTap
 		if res.StatusCode < 300 {
 			usage = &usageTap{}
 			tap = usage
@@ -436,6 +436,11 @@ func (s *Server) forward(ctx context.Context, w *statusWriter, req *Request, ex 
 		}
 	}
 	switch {
+	case usage != nil && usage.ended && ex.fail == nil:
+		// The stream's last event reached the client: what failed after it
+		// (the client closing at once, the upstream's end arriving late) cost
+		// the client nothing.
+		rec.Outcome = OutcomeForwarded
 	case writeErr != nil || (readErr != nil && ctx.Err() != nil):
 		rec.Outcome = OutcomeCanceled
 	case readErr != nil:

@@ -85,7 +85,8 @@ type chunk struct {
 // faster than it can be sent goes out in fewer, larger writes (the way
 // httputil.ReverseProxy flushes when its read would block, without a timer).
 //
-// tap, when not nil, sees every chunk after the client has it. stop must make a
+// tap, when not nil, sees every chunk after the client has it; one with an
+// undelivered method is told before it sees chunks whose write failed. stop must make a
 // blocked body.Read return (it cancels the upstream request); relay calls it
 // when the client has gone and returns only after the reader has ended.
 // readErr is a failure of the upstream body, writeErr one of the client; both
@@ -115,6 +116,9 @@ func relay(w http.ResponseWriter, body io.Reader, stop func(), tap io.Writer, cc
 			if rerr := cc.release(); err == nil {
 				err = rerr
 			}
+		}
+		if lt, ok := tap.(interface{ undelivered() }); ok && (err != nil || writeErr != nil) {
+			lt.undelivered()
 		}
 		for _, c := range batch {
 			if tap != nil {

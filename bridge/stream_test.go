@@ -221,6 +221,63 @@ func TestClientDisconnectCancelsUpstream(t *testing.T) {
 	}
 }
 
+// TestClientLeavingAfterLastEvent: an agent may close its connection the moment
+// the stream's last event is in, before the upstream's own end reaches the
+// bridge (here the upstream never ends). The answer reached it in full, so
+// the exchange counts as forwarded; a client that leaves one event earlier
+// canceled it.
+func TestClientLeavingAfterLastEvent(t *testing.T) {
+	for _, tc := range []struct {
+		p         Protocol
+		body, end string
+	}{
+		{Responses, "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"hi\"}\n\n",
+			"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}}\n\n"},
+		{Anthropic, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n",
+			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"},
+		// [DONE] arrives cut in two reads, the way a slow socket can deliver it.
+		{Chat, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n", "data: [DO|NE]\n\n"},
+	} {
+		for _, leaveEarly := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/early=%v", tc.p, leaveEarly), func(t *testing.T) {
+				s := startBridge(t, Options{Upstream: handlerUpstream(t, tc.p, func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					rc := http.NewResponseController(w)
+					for _, part := range append([]string{tc.body}, strings.Split(tc.end, "|")...) {
+						_, _ = io.WriteString(w, part)
+						_ = rc.Flush()
+						time.Sleep(20 * time.Millisecond)
+					}
+					<-r.Context().Done() // the upstream's end never comes
+				})})
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				res, err := client().Do(newReq(t, s, http.MethodPost, pathFor(tc.p), requestBody(tc.p, true)).WithContext(ctx))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer res.Body.Close()
+				br := bufio.NewReader(res.Body)
+				readEvent(t, br)
+				if !leaveEarly {
+					if ev := readEvent(t, br); ev != strings.ReplaceAll(tc.end, "|", "") {
+						t.Fatalf("last event %q", ev)
+					}
+				}
+				cancel()
+				waitFor(t, func() bool { return s.Stats().Requests == 1 })
+				want, forwarded := OutcomeForwarded, 1
+				if leaveEarly {
+					want, forwarded = OutcomeCanceled, 0
+				}
+				if rec := s.Records()[0]; rec.Outcome != want || s.Stats().Forwarded != forwarded {
+					t.Errorf("outcome %s (forwarded %d), want %s", rec.Outcome, s.Stats().Forwarded, want)
+				}
+			})
+		}
+	}
+}
+
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {

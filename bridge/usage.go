@@ -48,6 +48,14 @@ type usageTap struct {
 	bodyOver  bool
 	cur       Usage // the maxima seen so far in this response
 	seenUsage bool
+	// ended: the event that ends a stream by its protocol ([DONE], message_stop,
+	// a terminal response.* event) reached the client. A client may close the
+	// connection as soon as it has it, before the upstream's own end arrives;
+	// the answer reached it in full all the same.
+	ended bool
+	// lost: relay showed the tap bytes whose write to the client failed, so
+	// an end event from here on may not have reached it.
+	lost bool
 }
 
 type tapKind uint8
@@ -124,11 +132,11 @@ func (t *usageTap) carry(b []byte) {
 
 // mayHoldJSON reports whether a line that begins with p (from its first
 // non-space byte) can be one event reads: a JSON line, or a data line whose
-// value starts with '{'. Without this, a long data line of anything else
+// value starts with '{' (or is Chat's closing [DONE]). Without this, a long data line of anything else
 // (the bulk of a stream can be such lines) would be copied whenever a read
 // cuts it, only to be dropped at its end. A start too short to tell is kept.
 func mayHoldJSON(p []byte) bool {
-	const data = "data:"
+	const data, done = "data:", "[DONE]"
 	switch {
 	case p[0] == '{':
 		return true
@@ -137,8 +145,8 @@ func mayHoldJSON(p []byte) bool {
 	case string(p[:len(data)]) != data:
 		return false
 	}
-	v := bytes.TrimLeftFunc(p[len(data):], isSpace)
-	return len(v) == 0 || v[0] == '{'
+	v := bytes.TrimFunc(p[len(data):], isSpace)
+	return len(v) == 0 || v[0] == '{' || (len(v) <= len(done) && done[:len(v)] == string(v))
 }
 
 // isSpace is the white space bytes.TrimSpace removes from ASCII text.
@@ -146,13 +154,39 @@ func isSpace(r rune) bool {
 	return r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f'
 }
 
+// undelivered tells the tap that the bytes it is shown next may not have
+// reached the client (relay's write of them failed).
+func (t *usageTap) undelivered() { t.lost = true }
+
 // event reads one SSE data line (or a JSON line).
 func (t *usageTap) event(line []byte) {
 	line = bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(line), []byte("data:")))
+	if !t.ended && !t.lost && endsStream(line) {
+		t.ended = true
+	}
 	if len(line) == 0 || line[0] != '{' || !bytes.Contains(line, []byte("usage")) || !gjson.ValidBytes(line) {
 		return
 	}
 	t.from(gjson.ParseBytes(line))
+}
+
+// endsStream reports whether a data value is the last event of a stream in
+// one of the bridge's protocols: Chat's [DONE], Anthropic's message_stop,
+// and the Responses events after which nothing follows. The substring test
+// keeps the JSON parse off the stream's bulk.
+func endsStream(v []byte) bool {
+	if string(v) == "[DONE]" {
+		return true
+	}
+	if len(v) == 0 || v[0] != '{' ||
+		!(bytes.Contains(v, []byte(`"message_stop"`)) || bytes.Contains(v, []byte(`"response.`))) {
+		return false
+	}
+	switch gjson.GetBytes(v, "type").Str {
+	case "message_stop", "response.completed", "response.incomplete", "response.failed":
+		return true
+	}
+	return false
 }
 
 // from takes the usage object of one event or body: at the top (Chat,

@@ -117,7 +117,7 @@ func (r *run) classify(ct *continuation) (string, *Failure) {
 		}
 		return result.AgentFailed, fail(result.ContinuationError, "%s ended with %s; %s", bin, how, logs)
 	case ct.report.Accepted == 0:
-		return result.AgentFailed, fail(result.ContinuationError, "%s ended without sending a model request through the bridge; %s", bin, logs)
+		return result.AgentFailed, fail(result.ContinuationError, "%s", NoAnswer(bin, ct.stats, logs))
 	case ct.collErr != nil:
 		return result.AgentFailed, fail(result.ContinuationError, "the continued session: %v", ct.collErr)
 	}
@@ -130,6 +130,17 @@ func TokenRefused(bin string, st bridge.Stats, logs string) string {
 	u := st.FirstUnauthorized
 	return fmt.Sprintf("%s sent %d request(s) that the bridge refused (401) for a missing or wrong token, the first %s %s (request %d of %d), and none it accepted: the CLI did not present the per-run token pvisor configured for it (a release that reads its credentials differently?); %s",
 		bin, st.Unauthorized, u.Method, u.Path, u.N, st.Requests, logs)
+}
+
+// NoAnswer says that the CLI ended with no model answer forwarded to it in
+// full, telling a CLI that never asked from one whose requests all ended
+// another way: those are the bridge records to read.
+func NoAnswer(bin string, st bridge.Stats, logs string) string {
+	if st.Requests == 0 {
+		return fmt.Sprintf("%s ended without sending a model request through the bridge; %s", bin, logs)
+	}
+	return fmt.Sprintf("%s ended with no model answer reaching it in full: %d request(s) through the bridge, %d validated, %d refused, %d rejected, none forwarded (the bridge records say how each ended); %s",
+		bin, st.Requests, st.Validated, st.Refused, st.Rejected, logs)
 }
 
 func (r *run) idle() time.Duration {

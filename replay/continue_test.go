@@ -172,6 +172,8 @@ func TestContinueFailures(t *testing.T) {
 		}, result.ModelInternalError, 40, result.PhaseReplayed, "503"},
 		{"wrong token, agent exits 0", []string{"FAKE_CODEX_MODE=token-name", "FAKE_CODEX_EXIT_ZERO=1"}, nil,
 			result.ContinuationError, 40, result.PhaseReplayed, "refused (401) for a missing or wrong token, the first POST /v1/responses (request 1 of 1)"},
+		{"agent never asks the model", []string{"FAKE_CODEX_MODE=silent"}, nil,
+			result.ContinuationError, 40, result.PhaseReplayed, "ended without sending a model request through the bridge"},
 		{"idle agent", []string{"FAKE_CODEX_MODE=hang"}, func(r *Request) { r.IdleTimeout = 300 * time.Millisecond },
 			result.ContinuationError, 40, result.PhaseReplayed, "no activity"},
 		{"untested version", []string{"FAKE_CODEX_VERSION=0.100.0"}, nil,

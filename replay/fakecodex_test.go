@@ -67,8 +67,11 @@ func fakeCodexMain(args []string) int {
 }
 
 func fakeCodex(args []string, mode string) error {
-	if mode == "hang" {
+	switch mode {
+	case "hang":
 		time.Sleep(time.Hour)
+	case "silent":
+		return nil // ends well without ever asking the model
 	}
 	if len(args) < 2 {
 		return fmt.Errorf("want SESSION_ID NONCE, got %q", args)

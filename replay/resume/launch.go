@@ -148,7 +148,7 @@ func (r *sessionRun) launch(ctx context.Context, entry string, in launchInput, a
 		}
 		return "", "", fail(result.ContinuationError, "%s ended with status %d %s; %s", bin, code, sig, logHint)
 	case stats.Forwarded == 0:
-		return "", "", fail(result.ContinuationError, "%s ended without sending a model request through the bridge; %s", bin, logHint)
+		return "", "", fail(result.ContinuationError, "%s", replay.NoAnswer(bin, stats, logHint))
 	}
 	id, err := r.spec.SessionID(filepath.Join(logDir, stdoutLog))
 	if err != nil {
