@@ -236,10 +236,13 @@ func TestClientLeavingAfterLastEvent(t *testing.T) {
 		{Anthropic, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n",
 			"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"},
 		// [DONE] arrives cut in two reads, the way a slow socket can deliver it.
-		{Chat, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\n", "data: [DO|NE]\n\n"},
+		{Chat, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n", "data: [DO|NE]\n\n"},
+		// A client that stops reading at the finish_reason, before the usage chunk.
+		{Chat, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"},\"finish_reason\":null}]}\n\n",
+			"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"},
 	} {
 		for _, leaveEarly := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/early=%v", tc.p, leaveEarly), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%.12s/early=%v", tc.p, tc.end, leaveEarly), func(t *testing.T) {
 				s := startBridge(t, Options{Upstream: handlerUpstream(t, tc.p, func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "text/event-stream")
 					rc := http.NewResponseController(w)

@@ -170,16 +170,25 @@ func (t *usageTap) event(line []byte) {
 	t.from(gjson.ParseBytes(line))
 }
 
-// endsStream reports whether a data value is the last event of a stream in
-// one of the bridge's protocols: Chat's [DONE], Anthropic's message_stop,
-// and the Responses events after which nothing follows. The substring test
-// keeps the JSON parse off the stream's bulk.
+// endsStream reports whether a data value completes the answer of a stream
+// in one of the bridge's protocols: Anthropic's message_stop, the Responses
+// events after which nothing follows, and in Chat the chunk that gives the
+// finish_reason (only the usage chunk and [DONE] may follow it, and clients
+// differ in whether they wait for those). The substring tests keep the JSON
+// parse off the stream's bulk.
 func endsStream(v []byte) bool {
 	if string(v) == "[DONE]" {
 		return true
 	}
-	if len(v) == 0 || v[0] != '{' ||
-		!(bytes.Contains(v, []byte(`"message_stop"`)) || bytes.Contains(v, []byte(`"response.`))) {
+	if len(v) == 0 || v[0] != '{' {
+		return false
+	}
+	if bytes.Contains(v, []byte(`"finish_reason"`)) {
+		if r := gjson.GetBytes(v, "choices.0.finish_reason"); r.Type == gjson.String && r.Str != "" {
+			return true
+		}
+	}
+	if !bytes.Contains(v, []byte(`"message_stop"`)) && !bytes.Contains(v, []byte(`"response.`)) {
 		return false
 	}
 	switch gjson.GetBytes(v, "type").Str {

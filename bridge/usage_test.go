@@ -76,3 +76,24 @@ func TestUsageTapHoldsOnlyWhatMayBeJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestEndsStream(t *testing.T) {
+	for v, want := range map[string]bool{
+		`[DONE]`:                  true,
+		`{"type":"message_stop"}`: true,
+		`{"type":"response.completed","response":{"id":"r"}}`:              true,
+		`{"type":"response.incomplete"}`:                                   true,
+		`{"type":"response.failed"}`:                                       true,
+		`{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}`:          true,
+		`{"choices":[{"delta":{"content":"x"},"finish_reason":null}]}`:     false,
+		`{"type":"message_delta","delta":{"stop_reason":"end_turn"}}`:      false,
+		`{"type":"response.created"}`:                                      false,
+		`{"type":"response.output_text.delta","delta":"\"message_stop\""}`: false,
+		`[DONE`: false,
+		``:      false,
+	} {
+		if got := endsStream([]byte(v)); got != want {
+			t.Errorf("endsStream(%s) = %v, want %v", v, got, want)
+		}
+	}
+}
